@@ -1,0 +1,89 @@
+# shellcheck shell=bash
+# KUnit through the tree's own kunit.py, one build directory per architecture.
+
+declare -A arch_cc=([x86_64]="" [arm]="arm-linux-gnueabihf-")
+
+kunit_args() {
+	local arch=$1
+	echo --arch="$arch" --kunitconfig="$REPO/kunitconfig" \
+		--qemu_config="$REPO/qemu_configs/$arch.py" \
+		--build_dir="$BUILD/kunit-$arch" --jobs="$JOBS"
+	[ -z "${arch_cc[$arch]}" ] || echo --cross_compile="${arch_cc[$arch]}"
+}
+
+kunit_py() {
+	local arch=$1 sub=$2
+	shift 2
+	mkdir -p "$BUILD/kunit-$arch"
+	# shellcheck disable=SC2046
+	(cd "$TREE" && python3 tools/testing/kunit/kunit.py "$sub" $(kunit_args "$arch") \
+		--make_options "CC=ccache ${arch_cc[$arch]}gcc" "$@")
+}
+
+# kunit_config ARCH FILE: the .config kunit.py builds for ARCH.
+kunit_config() {
+	local arch=$1 file=$2
+	if [ ! -f "$BUILD/kunit-$arch/.config" ]; then
+		kunit_py "$arch" config >/dev/null
+	fi
+	cp "$BUILD/kunit-$arch/.config" "$file"
+}
+
+KUNIT_PASSED=0
+KUNIT_FAILED=0
+KUNIT_SKIPPED=0
+
+# Run every suite on one architecture and add its counts to the totals.
+kunit_arch() {
+	local arch=$1 log=$BUILD/kunit-$arch.log rc=0 summary
+	say "kunit: $arch (log: $log)"
+	kunit_py "$arch" run 2>&1 | tee "$log" || rc=$?
+	summary=$(sed -n 's/.*Ran \([0-9]*\) tests: \(.*\)/\2/p' "$log" | tail -1)
+	local passed failed skipped
+	passed=$(sed -n 's/.*passed: \([0-9]*\).*/\1/p' <<<"$summary")
+	failed=$(sed -n 's/.*failed: \([0-9]*\).*/\1/p' <<<"$summary")
+	skipped=$(sed -n 's/.*skipped: \([0-9]*\).*/\1/p' <<<"$summary")
+	if [ -z "$summary" ] || [ "${passed:-0}" -eq 0 ]; then
+		say "kunit: $arch ran no test"
+		KUNIT_FAILED=$((KUNIT_FAILED + 1))
+		return 1
+	fi
+	KUNIT_PASSED=$((KUNIT_PASSED + ${passed:-0}))
+	KUNIT_FAILED=$((KUNIT_FAILED + ${failed:-0}))
+	KUNIT_SKIPPED=$((KUNIT_SKIPPED + ${skipped:-0}))
+	[ "$rc" -eq 0 ] && [ "${failed:-0}" -eq 0 ]
+}
+
+do_kunit() {
+	local arch rc=0
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	for arch in ${*:-$ARCHES}; do
+		kunit_arch "$arch" || rc=1
+	done
+	echo "kunit: $KUNIT_PASSED passed, $KUNIT_FAILED failed, $KUNIT_SKIPPED skipped"
+	return $rc
+}
+
+do_test() {
+	local rc=0 step
+	do_setup
+	do_prepare
+	for step in do_checkpatch do_kunit do_pahole do_warnings; do
+		say "test: ${step#do_}"
+		$step || { say "test: ${step#do_} FAILED"; rc=1; }
+	done
+	if [ $rc -eq 0 ]; then
+		say "test: everything passed"
+	else
+		say "test: FAILED"
+	fi
+	return $rc
+}
+
+do_demo() {
+	do_setup
+	do_prepare
+	say "demo: the fs tagging suite on x86_64 shows the write stream each bio got"
+	kunit_py x86_64 run --raw_output=all 'blk_write_stream_fs*' |
+		grep -E 'stream|^ *(ok|not ok)' || true
+}

@@ -1,0 +1,363 @@
+# shellcheck shell=bash
+# The kernel tree: dependencies, preparation, export, and checks on the patches.
+
+# Packages for the host side (build, KUnit, QEMU, checks).
+HOST_PACKAGES="linux-source-6.12 build-essential gcc-arm-linux-gnueabihf
+	binutils-arm-linux-gnueabihf flex bison bc libelf-dev libssl-dev cpio
+	xz-utils rsync kmod ccache dwarves sparse python3 python3-ply perl git
+	qemu-system-x86 qemu-system-arm"
+
+do_setup() {
+	local missing=() p
+	for p in $HOST_PACKAGES; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+			missing+=("$p")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		say "setup: every host package is installed"
+		return 0
+	fi
+	[ "$(id -u)" -eq 0 ] || die "setup must run as root to install: ${missing[*]}"
+	say "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# Patch files in series order: series/, kunit/, selftests/; the cover letter is not a patch.
+patch_files() {
+	local d
+	for d in series kunit selftests; do
+		find "$REPO/$d" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' \
+			! -name '0000-cover-letter.patch' | sort
+	done
+}
+
+patches_digest() {
+	{ patch_files | xargs -r cat; cat "$TARBALL.version" 2>/dev/null || true; } |
+		sha256sum | cut -c1-16
+}
+
+tarball_version() {
+	dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo unknown
+}
+
+tgit() { git -C "$TREE" "$@"; }
+
+make_pristine() {
+	[ -f "$TARBALL" ] || die "$TARBALL not found: run tools/blkctx setup"
+	local tmp=$CACHE/linux.tmp
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	say "prepare: extracting $TARBALL"
+	tar -xJf "$TARBALL" -C "$tmp" --strip-components=1
+	# Debian's top-level .gitignore ignores everything ("/*"): drop that
+	# rule so that git sees the tree and new files as usual.
+	sed -i '/^# Debian packaging: ignore everything/,$d' "$tmp/.gitignore"
+	sed -i -e :a -e '/^#\?\n*$/{$d;N;ba' -e '}' "$tmp/.gitignore"
+	git -C "$tmp" init -q -b base
+	git -C "$tmp" config core.autocrlf false
+	git -C "$tmp" config gc.auto 0
+	git -C "$tmp" config user.name "$IDENT_NAME"
+	git -C "$tmp" config user.email "$IDENT_EMAIL"
+	git -C "$tmp" add -A
+	GIT_AUTHOR_DATE=$PRISTINE_DATE GIT_COMMITTER_DATE=$PRISTINE_DATE \
+		git -C "$tmp" commit -q --no-verify \
+		-m "Linux $(make -s -C "$tmp" kernelversion 2>/dev/null) (Debian linux-source-6.12 $(tarball_version))"
+	git -C "$tmp" tag pristine
+	tarball_version >"$tmp/.git/blkctx-source"
+	rm -rf "$TREE"
+	mv "$tmp" "$TREE"
+}
+
+# Apply every patch on a branch "blkctx" from the pristine commit.
+apply_series() {
+	local f n=0
+	tgit checkout -q -B blkctx pristine
+	tgit am --abort >/dev/null 2>&1 || true
+	while read -r f; do
+		n=$((n + 1))
+		tgit am -q --keep-cr "$f" ||
+			die "patch $(basename "$f") does not apply; the tree is left in git am state in $TREE"
+	done < <(patch_files)
+	say "prepare: applied $n patches in $TREE"
+	patches_digest >"$TREE/.git/blkctx-applied"
+	tgit rev-parse HEAD >"$TREE/.git/blkctx-applied-head"
+}
+
+do_prepare() {
+	local force=0
+	[ "${1:-}" = "--force" ] && force=1
+	mkdir -p "$CACHE"
+	if [ -d "$TREE/.git" ] && [ "$(cat "$TREE/.git/blkctx-source" 2>/dev/null)" != "$(tarball_version)" ]; then
+		say "prepare: linux-source-6.12 changed; extracting it again"
+		rm -rf "$TREE"
+	fi
+	[ -d "$TREE/.git" ] || make_pristine
+	if [ "$(cat "$TREE/.git/blkctx-applied" 2>/dev/null)" = "$(patches_digest)" ] &&
+		[ "$(tgit rev-parse HEAD)" = "$(cat "$TREE/.git/blkctx-applied-head")" ] &&
+		[ -z "$(tgit status --porcelain)" ]; then
+		say "prepare: $TREE already holds the series"
+		return 0
+	fi
+	if [ $force -eq 0 ] && [ -f "$TREE/.git/blkctx-applied-head" ]; then
+		if [ -n "$(tgit status --porcelain)" ] ||
+			[ "$(tgit rev-parse HEAD)" != "$(cat "$TREE/.git/blkctx-applied-head")" ]; then
+			die "$TREE has work that is not exported (commit it and run tools/blkctx export, or use prepare --force to drop it)"
+		fi
+	fi
+	apply_series
+}
+
+# Where a commit's patch belongs, from its subject.
+patch_dir() {
+	case $1 in
+	selftests:*) echo selftests ;;
+	*KUnit*) echo kunit ;;
+	*) echo series ;;
+	esac
+}
+
+do_export() {
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	[ -z "$(tgit status --porcelain --untracked-files=no)" ] ||
+		die "$TREE has uncommitted changes: commit them first"
+	local out=$CACHE/export.tmp order="series kunit selftests" last=0 f d i o
+	local -a dirs=()
+	while IFS= read -r subj; do
+		d=$(patch_dir "$subj")
+		i=0
+		for o in $order; do
+			i=$((i + 1))
+			[ "$o" = "$d" ] && break
+		done
+		[ $i -ge $last ] || die "\"$subj\" ($d) comes after a later group: order the commits series, kunit, selftests"
+		last=$i
+		dirs+=("$d")
+	done < <(tgit log --reverse --format=%s pristine..HEAD)
+	rm -rf "$out"
+	mkdir -p "$out"
+	tgit -c core.abbrev=12 format-patch -q --zero-commit --no-signature -N --no-renames \
+		-o "$out" pristine..HEAD
+	for d in $order; do
+		find "$REPO/$d" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' \
+			! -name '0000-cover-letter.patch' -delete
+	done
+	i=0
+	for f in "$out"/*.patch; do
+		[ -e "$f" ] || break
+		mv "$f" "$REPO/${dirs[$i]}/"
+		i=$((i + 1))
+	done
+	rm -rf "$out"
+	write_cover "$REPO/series/0000-cover-letter.patch" "PATCH"
+	patches_digest >"$TREE/.git/blkctx-applied"
+	tgit rev-parse HEAD >"$TREE/.git/blkctx-applied-head"
+	say "export: $(patch_files | wc -l) patches written into series/, kunit/, selftests/"
+}
+
+# The cover letter's subject and body are kept by hand in
+# series/0000-cover-letter.patch; the shortlog and diffstat are regenerated.
+cover_subject() {
+	[ -f "$REPO/series/0000-cover-letter.patch" ] || return 0
+	sed -n 's/^Subject: \[[^]]*\] //p' "$REPO/series/0000-cover-letter.patch" | head -1
+}
+
+cover_body() {
+	local f=$REPO/series/0000-cover-letter.patch
+	[ -f "$f" ] || { echo "(no cover letter yet)"; return; }
+	awk 'hdr && /^$/ { hdr = 0; body = 1; next }
+	     /^Subject:/ { hdr = 1 }
+	     body && /^blkctx developers \([0-9]+\):$/ { exit }
+	     body { print }' "$f" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
+}
+
+# write_cover FILE PREFIX: a cover letter for pristine..HEAD.
+write_cover() {
+	local file=$1 prefix=$2 n subject body date
+	n=$(tgit rev-list --count pristine..HEAD)
+	subject=$(cover_subject)
+	[ -n "$subject" ] || subject="blkctx: block I/O contexts for eMMC as write streams"
+	body=$(cover_body)
+	date=$(tgit log -1 --format=%aD HEAD)
+	{
+		echo "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
+		echo "From: $IDENT_NAME <$IDENT_EMAIL>"
+		echo "Date: $date"
+		if [ "$prefix" = PATCH ]; then
+			echo "Subject: [PATCH 0/$n] $subject"
+		else
+			echo "Subject: [$prefix $(printf "%0${#n}d" 0)/$n] $subject"
+		fi
+		echo
+		printf '%s\n\n' "$body"
+		tgit shortlog pristine..HEAD
+		tgit diff --stat=72 --summary pristine..HEAD
+		echo
+		echo "Based on Linux $(make -s -C "$TREE" kernelversion), as in Debian's linux-source-6.12 $(cat "$TREE/.git/blkctx-source")."
+	} >"$file"
+}
+
+do_checkpatch() {
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	local f bad=0 out
+	while read -r f; do
+		if out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet "$f" 2>&1); then
+			echo "ok       $(basename "$f")"
+		else
+			echo "FAILED   $(basename "$f")"
+			printf '%s\n' "$out" | sed 's/^/    /'
+			bad=$((bad + 1))
+		fi
+	done < <(patch_files)
+	echo "checkpatch: $(patch_files | wc -l) patches, $bad with findings"
+	[ $bad -eq 0 ]
+}
+
+# One .config per architecture: the KUnit config, which also enables the code
+# every patch touches.
+arch_make() {
+	local arch=$1
+	shift
+	case $arch in
+	x86_64) make -s -C "$TREE" ARCH=x86_64 "$@" ;;
+	arm) make -s -C "$TREE" ARCH=arm CROSS_COMPILE=arm-linux-gnueabihf- "$@" ;;
+	*) die "unknown architecture $arch" ;;
+	esac
+}
+
+do_build_each() {
+	local arch=${1:-x86_64} out=$BUILD/each-$arch c n=0 total head
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	[ -z "$(tgit status --porcelain --untracked-files=no)" ] || die "$TREE has uncommitted changes"
+	head=$(tgit rev-parse --abbrev-ref HEAD)
+	total=$(tgit rev-list --count pristine..HEAD)
+	mkdir -p "$out"
+	kunit_config "$arch" "$out/.config"
+	for c in $(tgit rev-list --reverse pristine..HEAD); do
+		n=$((n + 1))
+		tgit checkout -q "$c"
+		say "build-each: $arch $n/$total $(tgit log -1 --format=%s)"
+		if ! arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" olddefconfig all -j"$JOBS" >"$out/build.log" 2>&1; then
+			tail -30 "$out/build.log" >&2
+			tgit checkout -q "$head"
+			die "build failed at patch $n: $(tgit log -1 --format=%s "$c")"
+		fi
+		if grep -E 'warning:' "$out/build.log" >&2; then
+			tgit checkout -q "$head"
+			die "warnings at patch $n"
+		fi
+	done
+	tgit checkout -q "$head"
+	say "build-each: all $total patches build on $arch"
+}
+
+# struct bio and struct request must not grow: build the objects that define
+# them with debug info, in the pristine and the patched tree, and compare.
+PAHOLE_OBJECTS="block/bio.o block/blk-mq.o"
+
+pahole_build() {
+	local arch=$1 tree=$2 out=$3 stamp=$4
+	[ "$(cat "$out/.blkctx-built" 2>/dev/null)" = "$stamp" ] && return 0
+	mkdir -p "$out"
+	kunit_config "$arch" "$out/.config"
+	TREE=$tree arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
+		KCFLAGS=-g olddefconfig prepare $PAHOLE_OBJECTS -j"$JOBS" >"$out/build.log" 2>&1 ||
+		{ tail -20 "$out/build.log" >&2; die "pahole: build in $tree failed"; }
+	echo "$stamp" >"$out/.blkctx-built"
+}
+
+struct_size() {
+	pahole -C "$1" "$2" 2>/dev/null | sed -n 's/.*\/\* size: \([0-9]*\),.*/\1/p' | head -1
+}
+
+pahole_ready() {
+	local arch=$1 wt=$CACHE/pristine-wt
+	if [ ! -d "$wt" ] || [ "$(git -C "$wt" rev-parse HEAD 2>/dev/null)" != "$(tgit rev-parse pristine)" ]; then
+		rm -rf "$wt"
+		tgit worktree prune
+		tgit worktree add -q --detach "$wt" pristine
+	fi
+	pahole_build "$arch" "$wt" "$BUILD/pahole-pristine-$arch" "$(tgit rev-parse pristine)"
+	pahole_build "$arch" "$TREE" "$BUILD/pahole-patched-$arch" "$(tgit rev-parse HEAD)"
+}
+
+do_pahole() {
+	local arch s fail=0 a b o
+	command -v pahole >/dev/null || die "pahole not found: run tools/blkctx setup"
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	for arch in ${*:-$ARCHES}; do
+		pahole_ready "$arch"
+		for s in bio request; do
+			for o in $PAHOLE_OBJECTS; do
+				a=$(struct_size "$s" "$BUILD/pahole-pristine-$arch/$o")
+				[ -n "$a" ] && break
+			done
+			b=$(struct_size "$s" "$BUILD/pahole-patched-$arch/$o")
+			if [ -n "$a" ] && [ "$a" = "$b" ]; then
+				echo "pahole: $arch struct $s: $b bytes, as in the pristine tree"
+			else
+				echo "pahole: $arch struct $s: ${b:-?} bytes, pristine ${a:-?}: FAILED"
+				fail=1
+			fi
+		done
+	done
+	return $fail
+}
+
+# W=1 and sparse on every C file the series touches, in the pristine and the
+# patched tree: any warning the pristine tree does not have is new.  KCFLAGS
+# stays -g so that the objects still serve pahole.
+warning_set() {
+	local arch=$1 tree=$2 out=$3
+	shift 3
+	TREE=$tree arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
+		KCFLAGS=-g W=1 C=2 CHECK="sparse" "$@" -j"$JOBS" 2>&1 |
+		grep -E '(warning|error):' | sed -E 's/:[0-9]+:[0-9]+:/:/; s/:[0-9]+:/:/' | sort -u
+}
+
+do_warnings() {
+	local arch objs f fail=0 wt=$CACHE/pristine-wt new
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	for arch in ${*:-$ARCHES}; do
+		pahole_ready "$arch"
+		objs=""
+		for f in $(tgit diff --name-only --diff-filter=AM pristine..HEAD -- '*.c'); do
+			# only files this configuration builds
+			[ -f "$BUILD/kunit-$arch/${f%.c}.o" ] && objs="$objs ${f%.c}.o"
+		done
+		[ -n "$objs" ] || { say "warnings: $arch: no touched file is built"; continue; }
+		new=$(comm -13 <(warning_set "$arch" "$wt" "$BUILD/pahole-pristine-$arch" $objs) \
+			<(warning_set "$arch" "$TREE" "$BUILD/pahole-patched-$arch" $objs))
+		if [ -n "$new" ]; then
+			echo "warnings: $arch: new W=1 or sparse warnings:"
+			printf '%s\n' "$new" | sed 's/^/    /'
+			fail=1
+		else
+			echo "warnings: $arch: no new W=1 or sparse warnings in$objs"
+		fi
+	done
+	return $fail
+}
+
+do_mail() {
+	local dir=${1:-} n
+	[ -n "$dir" ] || die "usage: tools/blkctx mail DIR"
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	mkdir -p "$dir"
+	rm -f "$dir"/*.patch
+	n=$(tgit rev-list --count pristine..HEAD)
+	tgit -c core.abbrev=12 format-patch -q --zero-commit --no-signature -n --thread \
+		--no-renames -o "$dir" pristine..HEAD
+	write_cover "$dir/$(printf '%04d' 0)-cover-letter.patch" "PATCH"
+	sed -i "s|^Subject: \[PATCH 0/$n\]|Subject: [PATCH $(printf "%0${#n}d" 0)/$n]|" "$dir/0000-cover-letter.patch"
+	local to cc
+	to=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback \
+		--m --no-r --no-l "$dir"/0*.patch 2>/dev/null | grep -v '^0000' | paste -sd, - || true)
+	cc=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback \
+		--no-m --r --l "$dir"/0*.patch 2>/dev/null | paste -sd, - || true)
+	for f in "$dir"/*.patch; do
+		sed -i "0,/^Subject:/s|^Subject:|To: ${to//|/\\|}\nCc: ${cc//|/\\|}\nSubject:|" "$f"
+	done
+	say "mail: $(ls "$dir"/*.patch | wc -l) messages in $dir (send with git send-email $dir/*.patch)"
+}
