@@ -156,6 +156,16 @@ do_export() {
 	say "export: $(patch_files | wc -l) patches written into series/, kunit/, selftests/"
 }
 
+# Fold fixup! commits into their targets and put the commits in series,
+# kunit, selftests order, keeping the order within each group.
+do_reorder() {
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	GIT_SEQUENCE_EDITOR="$REPO/tools/lib/reorder-todo" \
+		tgit rebase -q -i --autosquash pristine ||
+		die "rebase stopped; resolve it in $TREE (git rebase --continue or --abort)"
+	tgit log --oneline pristine..HEAD | cat
+}
+
 # The cover letter's subject and body are kept by hand in
 # series/0000-cover-letter.patch; the shortlog and diffstat are regenerated.
 cover_subject() {
@@ -313,7 +323,7 @@ warning_set() {
 	shift 3
 	TREE=$tree arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
 		KCFLAGS=-g W=1 C=2 CHECK="sparse" "$@" -j"$JOBS" 2>&1 |
-		grep -E '(warning|error):' | sed -E 's/:[0-9]+:[0-9]+:/:/; s/:[0-9]+:/:/' | sort -u
+		grep -E '(warning|error):' | sed -E "s|^$tree/||; s/:[0-9]+:[0-9]+:/:/; s/:[0-9]+:/:/" | sort -u
 }
 
 do_warnings() {
