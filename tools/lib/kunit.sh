@@ -35,7 +35,8 @@ KUNIT_SKIPPED=0
 
 # Run every suite on one architecture and add its counts to the totals.
 kunit_arch() {
-	local arch=$1 log=$BUILD/kunit-$arch.log rc=0 summary
+	local arch=$1
+	local log=$BUILD/kunit-$arch.log rc=0 summary
 	say "kunit: $arch (log: $log)"
 	kunit_py "$arch" run 2>&1 | tee "$log" || rc=$?
 	summary=$(sed -n 's/.*Ran \([0-9]*\) tests: \(.*\)/\2/p' "$log" | tail -1)

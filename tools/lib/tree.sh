@@ -236,29 +236,32 @@ arch_make() {
 	esac
 }
 
+# Build every commit of the series in a worktree of its own, so that the
+# developer's tree is left alone; any compiler warning fails the build.
 do_build_each() {
-	local arch=${1:-x86_64} out=$BUILD/each-$arch c n=0 total head
+	local arch=${1:-x86_64}
+	local out=$BUILD/each-$arch wt=$CACHE/each-wt c n=0 total
 	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
-	[ -z "$(tgit status --porcelain --untracked-files=no)" ] || die "$TREE has uncommitted changes"
-	head=$(tgit rev-parse --abbrev-ref HEAD)
 	total=$(tgit rev-list --count pristine..HEAD)
+	if [ ! -d "$wt" ]; then
+		tgit worktree prune
+		tgit worktree add -q --detach "$wt" pristine
+	fi
 	mkdir -p "$out"
 	kunit_config "$arch" "$out/.config"
 	for c in $(tgit rev-list --reverse pristine..HEAD); do
 		n=$((n + 1))
-		tgit checkout -q "$c"
-		say "build-each: $arch $n/$total $(tgit log -1 --format=%s)"
-		if ! arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" olddefconfig all -j"$JOBS" >"$out/build.log" 2>&1; then
+		git -C "$wt" checkout -q --detach "$c"
+		say "build-each: $arch $n/$total $(tgit log -1 --format=%s "$c")"
+		if ! TREE=$wt arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
+			olddefconfig all -j"$JOBS" >"$out/build.log" 2>&1; then
 			tail -30 "$out/build.log" >&2
-			tgit checkout -q "$head"
 			die "build failed at patch $n: $(tgit log -1 --format=%s "$c")"
 		fi
 		if grep -E 'warning:' "$out/build.log" >&2; then
-			tgit checkout -q "$head"
-			die "warnings at patch $n"
+			die "warnings at patch $n: $(tgit log -1 --format=%s "$c")"
 		fi
 	done
-	tgit checkout -q "$head"
 	say "build-each: all $total patches build on $arch"
 }
 
