@@ -4,12 +4,13 @@
 # Packages for the host side (build, KUnit, QEMU, checks).
 HOST_PACKAGES="linux-source-6.12 build-essential gcc-arm-linux-gnueabihf
 	binutils-arm-linux-gnueabihf flex bison bc libelf-dev libssl-dev cpio
-	xz-utils rsync kmod ccache dwarves sparse python3 python3-ply perl git
+	xz-utils rsync kmod ccache dwarves sparse python3 python3-ply python3-git perl git
 	qemu-system-x86 qemu-system-arm"
 
 do_setup() {
 	local missing=() p
-	for p in $HOST_PACKAGES; do
+	# shellcheck disable=SC2046
+	for p in $(printf '%s\n' $HOST_PACKAGES $(guest_packages) | sort -u); do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 			missing+=("$p")
 	done
@@ -22,6 +23,7 @@ do_setup() {
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
+	guest_setup
 }
 
 # Patch files in series order: series/, kunit/, selftests/; the cover letter is not a patch.
@@ -73,7 +75,7 @@ make_pristine() {
 # Apply every patch on a branch "blkctx" from the pristine commit.
 apply_series() {
 	local f n=0
-	tgit checkout -q -B blkctx pristine
+	tgit checkout -f -q -B blkctx pristine
 	tgit am --abort >/dev/null 2>&1 || true
 	while read -r f; do
 		n=$((n + 1))
@@ -271,9 +273,12 @@ PAHOLE_OBJECTS="block/bio.o block/blk-mq.o"
 
 pahole_build() {
 	local arch=$1 tree=$2 out=$3 stamp=$4
-	[ "$(cat "$out/.blkctx-built" 2>/dev/null)" = "$stamp" ] && return 0
 	mkdir -p "$out"
-	kunit_config "$arch" "$out/.config"
+	kunit_config "$arch" "$out/.config.want"
+	# a changed kunitconfig changes both builds: never compare stale objects
+	stamp="$stamp $(sha256sum <"$out/.config.want" | cut -c1-16)"
+	[ "$(cat "$out/.blkctx-built" 2>/dev/null)" = "$stamp" ] && return 0
+	mv "$out/.config.want" "$out/.config"
 	TREE=$tree arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
 		KCFLAGS=-g olddefconfig prepare $PAHOLE_OBJECTS -j"$JOBS" >"$out/build.log" 2>&1 ||
 		{ tail -20 "$out/build.log" >&2; die "pahole: build in $tree failed"; }
@@ -322,10 +327,17 @@ do_pahole() {
 # patched tree: any warning the pristine tree does not have is new.  KCFLAGS
 # stays -g so that the objects still serve pahole.
 warning_set() {
-	local arch=$1 tree=$2 out=$3
+	local arch=$1 tree=$2 out=$3 o
+	local -a objs=()
 	shift 3
+	# a file the series adds has no pristine warnings to compare with
+	for o in "$@"; do
+		[ ! -f "$tree/${o%.o}.c" ] || objs+=("$o")
+	done
+	[ ${#objs[@]} -gt 0 ] || return 0
+	# -k: one object that fails must not hide the others' warnings
 	TREE=$tree arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
-		KCFLAGS=-g W=1 C=2 CHECK="sparse" "$@" -j"$JOBS" 2>&1 |
+		KCFLAGS=-g W=1 C=2 CHECK="sparse" -k "${objs[@]}" -j"$JOBS" 2>&1 |
 		grep -E '(warning|error):' | sed -E "s|^$tree/||; s/:[0-9]+:[0-9]+:/:/; s/:[0-9]+:/:/" | sort -u
 }
 

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The benchmark of tools/blkctx: in the guest, for each workload and each
+ * ext4 context policy, make ext4 on the emulated eMMC, run the workload
+ * until the card's flash model reaches steady state, then count what a
+ * further volume of host writes costs in NAND programs and garbage
+ * collection.  Everything is counted, nothing is timed.
+ *
+ * Parameters come from the kernel command line (the guest has no other
+ * way in): ctxbench.workloads=mail,db,mix,seq ctxbench.policies=none,inode,...
+ * ctxbench.warmup=N ctxbench.volume=N (in tenths of the card's logical size)
+ * ctxbench.seed=N ctxbench.fill=N (percent of the filesystem kept in use).
+ *
+ * Workloads (each step ends in fsync, as the programs they stand for do,
+ * so that writeback, and so the counts, follow the workload and not the
+ * flusher's timing):
+ *   mail  a mail server: messages of 4..64 KiB (one in ten 256 KiB..2 MiB
+ *         with an attachment) created in 8 mailbox directories, and random
+ *         messages deleted to keep the filesystem at the fill level
+ *   db    a database: a table file of 40% of the filesystem overwritten in
+ *         4 KiB pages at random (80% of writes to a hot 20%), beside an
+ *         append-only log of 16 KiB records in 4 MiB segments, the oldest
+ *         of 4 deleted as a new one starts
+ *   mix   mail and db as two processes, taking turns step by step so that
+ *         the order of their writes is the same in every run
+ *   seq   one file of half the filesystem written sequentially, for the
+ *         request and merge counts (no steady state: warmup is ignored)
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DEV		"/dev/mmcblk0"
+#define MNT		"/tmp/bench"
+#define FTL		"/sys/kernel/debug/mmc_emu/ftl"
+#define POLICY		"/sys/fs/ext4/mmcblk0/context_policy"
+#define DISKSTAT	"/sys/block/mmcblk0/stat"
+#define MAX_FILES	65536
+#define MAIL_DIRS	8
+#define DB_PAGE		4096
+#define LOG_RECORD	16384
+#define LOG_SEGMENT	(4 << 20)
+#define LOG_KEEP	4
+
+struct counters {
+	unsigned long long host_pages, nand_pages, gc_moved, erases;
+	unsigned long long write_reqs, write_merges;
+};
+
+static struct {
+	char workloads[256], policies[256];
+	unsigned int warmup, volume, fill;
+	unsigned long long seed;
+} opt = { "mail,db,mix", "none,inode", 10, 20, 80, 1 };
+
+static unsigned long long page_bytes, logical_pages;
+static unsigned long long fs_bytes;
+static unsigned char buf[2 << 20];
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	printf("ctxbench: error: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+	exit(1);
+}
+
+/* xorshift64*: the same sequence for the same seed, on every architecture */
+static uint64_t next_random(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ULL;
+}
+
+static uint64_t below(uint64_t *s, uint64_t n)
+{
+	return n ? next_random(s) % n : 0;
+}
+
+static unsigned long long ftl_value(const char *text, const char *key)
+{
+	size_t len = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		if (!strncmp(p, key, len) && p[len] == ':')
+			return strtoull(p + len + 1, NULL, 10);
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	die("no %s in " FTL, key);
+	return 0;
+}
+
+static void read_counters(struct counters *c)
+{
+	char text[4096];
+	unsigned long long v[11];
+	size_t n;
+	FILE *f;
+
+	f = fopen(FTL, "r");
+	if (!f)
+		die("cannot read " FTL ": %s", strerror(errno));
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	c->host_pages = ftl_value(text, "host_pages_written");
+	c->nand_pages = ftl_value(text, "nand_pages_programmed");
+	c->gc_moved = ftl_value(text, "gc_pages_moved");
+	c->erases = ftl_value(text, "blocks_erased");
+	page_bytes = ftl_value(text, "page_bytes");
+	logical_pages = ftl_value(text, "logical_pages");
+
+	/* Documentation/block/stat.rst: writes are fields 5 and 6 */
+	f = fopen(DISKSTAT, "r");
+	if (!f || fscanf(f, "%llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+			 &v[3], &v[4], &v[5]) != 6)
+		die("cannot read " DISKSTAT);
+	fclose(f);
+	c->write_reqs = v[4];
+	c->write_merges = v[5];
+}
+
+static void write_string(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fputs(s, f) < 0 || fclose(f))
+		die("cannot write %s to %s: %s", s, path, strerror(errno));
+}
+
+static void write_all(int fd, size_t len, off_t off, uint64_t *rng)
+{
+	size_t i;
+
+	/* data that does not compress or dedupe, should a model ever care */
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t r = next_random(rng);
+
+		memcpy(buf + i, &r, 8);
+	}
+	if (pwrite(fd, buf, len, off) != (ssize_t)len)
+		die("write: %s", strerror(errno));
+}
+
+static unsigned long long used_bytes(void)
+{
+	struct statvfs sv;
+
+	if (statvfs(MNT, &sv))
+		die("statvfs: %s", strerror(errno));
+	return (unsigned long long)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+}
+
+/* mail: create and delete messages around the fill level */
+struct mail {
+	uint64_t rng;
+	unsigned int nr, next_id;
+	unsigned int *ids;
+};
+
+static void mail_init(struct mail *m, uint64_t seed)
+{
+	char path[64];
+	int d;
+
+	m->rng = seed;
+	m->nr = 0;
+	m->next_id = 0;
+	m->ids = calloc(MAX_FILES, sizeof(*m->ids));
+	if (!m->ids)
+		die("out of memory");
+	for (d = 0; d < MAIL_DIRS; d++) {
+		snprintf(path, sizeof(path), MNT "/mail%d", d);
+		if (mkdir(path, 0755) && errno != EEXIST)
+			die("mkdir %s: %s", path, strerror(errno));
+	}
+}
+
+static void mail_path(char *path, size_t len, unsigned int id)
+{
+	snprintf(path, len, MNT "/mail%u/msg%u", id % MAIL_DIRS, id);
+}
+
+static void mail_step(struct mail *m, unsigned long long target)
+{
+	static const unsigned int small_kib[] = { 4, 4, 8, 8, 12, 16, 24, 32, 48, 64 };
+	char path[64];
+	size_t size;
+	unsigned int i;
+	int fd;
+
+	while (m->nr && (used_bytes() > target || m->nr == MAX_FILES)) {
+		i = below(&m->rng, m->nr);
+		mail_path(path, sizeof(path), m->ids[i]);
+		if (unlink(path))
+			die("unlink %s: %s", path, strerror(errno));
+		m->ids[i] = m->ids[--m->nr];
+	}
+	if (below(&m->rng, 10) == 0)
+		size = (256 + below(&m->rng, 1793)) << 10;
+	else
+		size = small_kib[below(&m->rng, 10)] << 10;
+	mail_path(path, sizeof(path), m->next_id);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	if (fd < 0)
+		die("create %s: %s", path, strerror(errno));
+	write_all(fd, size, 0, &m->rng);
+	if (fsync(fd) || close(fd))
+		die("fsync %s: %s", path, strerror(errno));
+	m->ids[m->nr++] = m->next_id++;
+}
+
+/* db: random page overwrites of a table, an append-only log beside it */
+struct db {
+	uint64_t rng;
+	int table, log;
+	unsigned long long pages, log_bytes;
+	unsigned int segment;
+};
+
+static void db_open_segment(struct db *d)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), MNT "/db/log.%u", d->segment);
+	d->log = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_APPEND, 0600);
+	if (d->log < 0)
+		die("create %s: %s", path, strerror(errno));
+	d->log_bytes = 0;
+}
+
+static void db_init(struct db *d, uint64_t seed)
+{
+	unsigned long long size = fs_bytes * 2 / 5, off;
+
+	d->rng = seed;
+	d->pages = size / DB_PAGE;
+	if (mkdir(MNT "/db", 0755) && errno != EEXIST)
+		die("mkdir db: %s", strerror(errno));
+	d->table = open(MNT "/db/table", O_CREAT | O_RDWR, 0600);
+	if (d->table < 0)
+		die("create table: %s", strerror(errno));
+	for (off = 0; off < d->pages * DB_PAGE; off += sizeof(buf)) {
+		size_t len = d->pages * DB_PAGE - off;
+
+		write_all(d->table, len < sizeof(buf) ? len : sizeof(buf), off, &d->rng);
+	}
+	if (fsync(d->table))
+		die("fsync table: %s", strerror(errno));
+	d->segment = 0;
+	db_open_segment(d);
+}
+
+static void db_step(struct db *d)
+{
+	unsigned long long page, hot = d->pages / 5;
+	char path[64];
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		if (below(&d->rng, 10) < 8)
+			page = below(&d->rng, hot);
+		else
+			page = hot + below(&d->rng, d->pages - hot);
+		write_all(d->table, DB_PAGE, page * DB_PAGE, &d->rng);
+	}
+	write_all(d->log, LOG_RECORD, 0, &d->rng);
+	d->log_bytes += LOG_RECORD;
+	if (fdatasync(d->log) || fdatasync(d->table))
+		die("fdatasync: %s", strerror(errno));
+	if (d->log_bytes >= LOG_SEGMENT) {
+		close(d->log);
+		d->segment++;
+		if (d->segment >= LOG_KEEP) {
+			snprintf(path, sizeof(path), MNT "/db/log.%u",
+				 d->segment - LOG_KEEP);
+			if (unlink(path))
+				die("unlink %s: %s", path, strerror(errno));
+		}
+		db_open_segment(d);
+	}
+}
+
+/*
+ * A worker is a child process doing one step per byte it reads from its
+ * pipe, and answering with one byte: the parent runs workers in turn, so
+ * the interleaving of their writes does not depend on the scheduler.
+ */
+struct worker {
+	pid_t pid;
+	int go, done;
+};
+
+static void start_worker(struct worker *w, const char *kind, uint64_t seed,
+			 unsigned long long mail_target)
+{
+	int to_child[2], to_parent[2];
+	char c;
+
+	if (pipe(to_child) || pipe(to_parent))
+		die("pipe: %s", strerror(errno));
+	w->pid = fork();
+	if (w->pid < 0)
+		die("fork: %s", strerror(errno));
+	if (w->pid == 0) {
+		struct mail m;
+		struct db d;
+		bool is_mail = !strcmp(kind, "mail");
+
+		close(to_child[1]);
+		close(to_parent[0]);
+		if (is_mail)
+			mail_init(&m, seed);
+		else
+			db_init(&d, seed);
+		c = 'r';
+		if (write(to_parent[1], &c, 1) != 1)
+			_exit(1);
+		while (read(to_child[0], &c, 1) == 1) {
+			if (is_mail)
+				mail_step(&m, mail_target);
+			else
+				db_step(&d);
+			if (write(to_parent[1], &c, 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
+	w->go = to_child[1];
+	w->done = to_parent[0];
+	if (read(w->done, &c, 1) != 1)
+		die("%s worker did not start", kind);
+}
+
+static void step_worker(struct worker *w)
+{
+	char c = 's';
+
+	if (write(w->go, &c, 1) != 1 || read(w->done, &c, 1) != 1)
+		die("a worker died");
+}
+
+static void stop_worker(struct worker *w)
+{
+	int status;
+
+	close(w->go);
+	close(w->done);
+	if (waitpid(w->pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		die("a worker failed");
+}
+
+/* Run workers in turn until the card has taken pages more host pages. */
+static void run_until(struct worker *w, int nr, unsigned long long pages)
+{
+	struct counters c;
+	unsigned long long start;
+	int i;
+
+	read_counters(&c);
+	start = c.host_pages;
+	do {
+		for (i = 0; i < nr; i++)
+			step_worker(&w[i]);
+		read_counters(&c);
+	} while (c.host_pages - start < pages);
+}
+
+static void seq_run(uint64_t seed)
+{
+	unsigned long long size = fs_bytes / 2, off;
+	uint64_t rng = seed;
+	int fd = open(MNT "/seq", O_CREAT | O_TRUNC | O_WRONLY, 0600);
+
+	if (fd < 0)
+		die("create seq: %s", strerror(errno));
+	for (off = 0; off < size; off += sizeof(buf))
+		write_all(fd, sizeof(buf), off, &rng);
+	if (fsync(fd) || close(fd))
+		die("fsync seq: %s", strerror(errno));
+}
+
+static void print_result(const char *workload, const char *policy,
+			 const struct counters *a, const struct counters *b)
+{
+	unsigned long long host = b->host_pages - a->host_pages;
+	unsigned long long nand = b->nand_pages - a->nand_pages;
+	unsigned long long waf = host ? (nand * 1000 + host / 2) / host : 0;
+
+	printf("ctxbench: workload=%s policy=%s host_pages=%llu nand_pages=%llu gc_moved=%llu erases=%llu write_requests=%llu write_merges=%llu waf=%llu.%03llu\n",
+	       workload, policy, host, nand, b->gc_moved - a->gc_moved,
+	       b->erases - a->erases, b->write_reqs - a->write_reqs,
+	       b->write_merges - a->write_merges, waf / 1000, waf % 1000);
+	fflush(stdout);
+}
+
+static void run(const char *workload, const char *policy)
+{
+	struct counters a, b;
+	struct worker w[2];
+	unsigned long long target;
+	struct statvfs sv;
+	int nr = 0, i;
+
+	/* mke2fs discards the whole card: the flash model starts empty */
+	if (system("mke2fs -q -F -t ext4 " DEV))
+		die("mke2fs failed");
+	if (mount(DEV, MNT, "ext4", 0, NULL))
+		die("mount: %s", strerror(errno));
+	if (access(POLICY, F_OK))
+		die("no " POLICY " (a kernel without ext4 context policies?)");
+	write_string(POLICY, policy);
+	if (statvfs(MNT, &sv))
+		die("statvfs: %s", strerror(errno));
+	fs_bytes = (unsigned long long)sv.f_blocks * sv.f_frsize;
+	target = fs_bytes * opt.fill / 100;
+
+	read_counters(&a);
+	if (!strcmp(workload, "seq")) {
+		seq_run(opt.seed);
+		read_counters(&b);
+		print_result(workload, policy, &a, &b);
+		goto out;
+	}
+	if (!strcmp(workload, "mail") || !strcmp(workload, "mix"))
+		start_worker(&w[nr++], "mail", opt.seed, target);
+	if (!strcmp(workload, "db") || !strcmp(workload, "mix"))
+		start_worker(&w[nr++], "db", opt.seed + 1, target);
+	if (!nr)
+		die("unknown workload %s", workload);
+	run_until(w, nr, logical_pages * opt.warmup / 10);
+	read_counters(&a);
+	run_until(w, nr, logical_pages * opt.volume / 10);
+	read_counters(&b);
+	for (i = 0; i < nr; i++)
+		stop_worker(&w[i]);
+	print_result(workload, policy, &a, &b);
+out:
+	if (umount(MNT))
+		die("umount: %s", strerror(errno));
+}
+
+static void parse_cmdline(void)
+{
+	char line[4096], *arg, *save;
+	FILE *f = fopen("/proc/cmdline", "r");
+
+	if (!f || !fgets(line, sizeof(line), f))
+		die("cannot read /proc/cmdline");
+	fclose(f);
+	for (arg = strtok_r(line, " \n", &save); arg; arg = strtok_r(NULL, " \n", &save)) {
+		if (!strncmp(arg, "ctxbench.workloads=", 19))
+			snprintf(opt.workloads, sizeof(opt.workloads), "%s", arg + 19);
+		else if (!strncmp(arg, "ctxbench.policies=", 18))
+			snprintf(opt.policies, sizeof(opt.policies), "%s", arg + 18);
+		else if (!strncmp(arg, "ctxbench.warmup=", 16))
+			opt.warmup = strtoul(arg + 16, NULL, 10);
+		else if (!strncmp(arg, "ctxbench.volume=", 16))
+			opt.volume = strtoul(arg + 16, NULL, 10);
+		else if (!strncmp(arg, "ctxbench.fill=", 14))
+			opt.fill = strtoul(arg + 14, NULL, 10);
+		else if (!strncmp(arg, "ctxbench.seed=", 14))
+			opt.seed = strtoull(arg + 14, NULL, 10);
+	}
+	if (!opt.volume || opt.fill < 10 || opt.fill > 95 || !opt.seed)
+		die("bad parameters: volume %u fill %u seed %llu", opt.volume,
+		    opt.fill, opt.seed);
+}
+
+int main(void)
+{
+	char workloads[256], policies[256], *w, *p, *sw, *sp;
+	struct counters c;
+	char geometry[4096];
+	unsigned int streams;
+	size_t n;
+	FILE *f;
+
+	parse_cmdline();
+	if (mkdir(MNT, 0755) && errno != EEXIST)
+		die("mkdir " MNT ": %s", strerror(errno));
+	read_counters(&c);
+	f = fopen(FTL, "r");
+	n = f ? fread(geometry, 1, sizeof(geometry) - 1, f) : 0;
+	geometry[n] = '\0';
+	if (f)
+		fclose(f);
+	f = fopen("/sys/block/mmcblk0/queue/max_write_streams", "r");
+	if (!f || fscanf(f, "%u", &streams) != 1)
+		die("no write streams on " DEV);
+	fclose(f);
+	printf("ctxbench: seed=%llu fill=%u%% warmup=%u.%u volume=%u.%u page_bytes=%llu block_bytes=%llu op_percent=%llu logical_pages=%llu streams=%u\n",
+	       opt.seed, opt.fill, opt.warmup / 10, opt.warmup % 10,
+	       opt.volume / 10, opt.volume % 10, page_bytes,
+	       ftl_value(geometry, "block_bytes"), ftl_value(geometry, "op_percent"),
+	       logical_pages, streams);
+	snprintf(workloads, sizeof(workloads), "%s", opt.workloads);
+	for (w = strtok_r(workloads, ",", &sw); w; w = strtok_r(NULL, ",", &sw)) {
+		snprintf(policies, sizeof(policies), "%s", opt.policies);
+		for (p = strtok_r(policies, ",", &sp); p; p = strtok_r(NULL, ",", &sp))
+			run(w, p);
+	}
+	printf("ctxbench: done\n");
+	return 0;
+}

@@ -1,0 +1,124 @@
+# shellcheck shell=bash
+# The benchmark: ext4's context policies against workloads on the emulated
+# eMMC's flash model, in an x86_64 guest on the KUnit kernel. It counts host
+# pages, NAND pages, GC moves, erases and write requests; nothing is timed,
+# so the same parameters give the same table.
+#
+# Environment (defaults in brackets):
+#   BLKCTX_BENCH_WORKLOADS  [mail,db,mix,seq]
+#   BLKCTX_BENCH_POLICIES   [none,inode,parent,process,temporal,size,create,hint]
+#   BLKCTX_BENCH_CARD       card size in MiB [64]
+#   BLKCTX_BENCH_BLOCK      erase block in KiB [256]
+#   BLKCTX_BENCH_OP         over-provisioning in percent [7]
+#   BLKCTX_BENCH_FILL       percent of the filesystem kept in use [80]
+#   BLKCTX_BENCH_WARMUP     writes before counting, in card sizes [2.0]
+#   BLKCTX_BENCH_VOLUME     writes counted, in card sizes [3.0]
+#   BLKCTX_BENCH_SEED       [1]
+#   BLKCTX_BENCH_OUT        where the table and plot go [$BUILD/bench]
+
+bench_tenths() {
+	awk -v v="$1" 'BEGIN { if (v !~ /^[0-9]+(\.[0-9])?$/) exit 1; printf "%d", v * 10 + 0.5 }' ||
+		die "bench: $1 is not a number of card sizes like 2 or 2.5"
+}
+
+# bench_table LOG: the result lines of LOG as a table, one row per workload
+# and policy, with WAF - 1 against the no-context baseline.
+bench_table() {
+	tr -d '\r' <"$1" | sed -n 's/^ *# *ctxbench: workload=/workload=/p; s/^ *ctxbench: workload=/workload=/p' |
+		awk '
+		{
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			key = v["workload"] SUBSEP v["policy"]
+			row[++n] = key
+			w[key] = v["workload"]; p[key] = v["policy"]
+			waf[key] = v["waf"]; host[key] = v["host_pages"]; nand[key] = v["nand_pages"]
+			gc[key] = v["gc_moved"]; er[key] = v["erases"]
+			req[key] = v["write_requests"]; mrg[key] = v["write_merges"]
+			if (v["policy"] == "none") base[v["workload"]] = v["waf"]
+		}
+		END {
+			printf "%-6s %-9s %6s %7s %10s %10s %10s %8s %9s %8s\n", "load", "policy", "WAF", "vs none",
+				"host pages", "NAND pages", "GC moves", "erases", "requests", "merges"
+			for (i = 1; i <= n; i++) {
+				k = row[i]
+				b = base[w[k]]
+				if (w[k] == "seq" || b == "" || b - 1 <= 0) rel = "-"
+				else rel = sprintf("%+.0f%%", ((waf[k] - 1) / (b - 1) - 1) * 100)
+				printf "%-6s %-9s %6s %7s %10d %10d %10d %8d %9d %8d\n", w[k], p[k], waf[k], rel,
+					host[k], nand[k], gc[k], er[k], req[k], mrg[k]
+			}
+		}'
+}
+
+# bench_plot TABLE PNG: WAF per policy, a group of bars per workload.
+bench_plot() {
+	local table=$1 png=$2 data cols
+	command -v gnuplot >/dev/null || { say "bench: no gnuplot, no plot"; return 0; }
+	data=$(mktemp)
+	# a matrix: a row per workload, a column per policy
+	awk '!/^#/ && NR > 2 && $1 != "seq" {
+		if (!(($1) in seenw)) { seenw[$1] = 1; ws[++nw] = $1 }
+		if (!(($2) in seenp)) { seenp[$2] = 1; ps[++np] = $2 }
+		waf[$1, $2] = $3
+	}
+	END {
+		printf "load"; for (j = 1; j <= np; j++) printf " %s", ps[j]; print ""
+		for (i = 1; i <= nw; i++) {
+			printf "%s", ws[i]
+			for (j = 1; j <= np; j++) printf " %s", ((ws[i], ps[j]) in waf) ? waf[ws[i], ps[j]] : "?"
+			print ""
+		}
+	}' "$table" >"$data"
+	cols=$(head -1 "$data" | wc -w)
+	gnuplot <<PLOT || say "bench: gnuplot failed"
+set terminal pngcairo size 1000,560 noenhanced
+set output "$png"
+set title "ext4 context policies on the emulated eMMC: write amplification\n$(sed -n '1s/^# //p' "$table")"
+set ylabel "WAF (NAND pages programmed / host pages written)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key outside right autotitle columnheader
+set datafile missing "?"
+set yrange [0:*]
+set grid ytics
+plot for [i=2:$cols] "$data" using i:xtic(1), 1 with lines dt 2 lc rgb "black" title "limit (1.0)"
+PLOT
+	rm -f "$data"
+}
+
+do_bench() {
+	local out=${BLKCTX_BENCH_OUT:-$BUILD/bench} log append warmup volume
+	do_setup
+	if ! command -v gnuplot >/dev/null && [ "$(id -u)" -eq 0 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gnuplot-nox >&2 ||
+			say "bench: cannot install gnuplot-nox; the table comes without a plot"
+	fi
+	do_prepare
+	warmup=$(bench_tenths "${BLKCTX_BENCH_WARMUP:-2}")
+	volume=$(bench_tenths "${BLKCTX_BENCH_VOLUME:-3}")
+	say "bench: building the x86_64 kernel"
+	kunit_py x86_64 build >"$BUILD/kunit-x86_64-build.log" 2>&1 ||
+		{ tail -20 "$BUILD/kunit-x86_64-build.log" >&2; die "bench: the kernel does not build"; }
+	append="mmc_emu.size_mb=${BLKCTX_BENCH_CARD:-64}"
+	append+=" mmc_emu.ftl_block_kb=${BLKCTX_BENCH_BLOCK:-256}"
+	append+=" mmc_emu.ftl_op_percent=${BLKCTX_BENCH_OP:-7}"
+	append+=" ctxbench.workloads=${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,seq}"
+	append+=" ctxbench.policies=${BLKCTX_BENCH_POLICIES:-none,inode,parent,process,temporal,size,create,hint}"
+	append+=" ctxbench.fill=${BLKCTX_BENCH_FILL:-80} ctxbench.seed=${BLKCTX_BENCH_SEED:-1}"
+	append+=" ctxbench.warmup=$warmup ctxbench.volume=$volume"
+	mkdir -p "$out"
+	log=$BUILD/selftests-x86_64-bench.log
+	GUEST_LOG_SUFFIX=-bench BLKCTX_SELFTEST_TARGETS="bench=$REPO/tools/guest/bench" \
+		BLKCTX_GUEST_APPEND="$append" GUEST_TIMEOUT=${BLKCTX_GUEST_TIMEOUT:-5400} \
+		guest_arch x86_64 >/dev/null
+	[ "$GUEST_ARCH_OK" -eq 1 ] || die "bench: the guest run failed; see $log"
+	{
+		echo "# $(tr -d '\r' <"$log" | sed -n 's/^ *# *ctxbench: \(seed=.*\)$/\1/p; s/^ *ctxbench: \(seed=.*\)$/\1/p' | head -1)"
+		bench_table "$log"
+	} >"$out/table.txt"
+	cp "$log" "$out/guest.log"
+	bench_plot "$out/table.txt" "$out/waf.png"
+	cat "$out/table.txt"
+	say "bench: table in $out/table.txt, plot in $out/waf.png"
+}

@@ -1,0 +1,737 @@
+# shellcheck shell=bash
+# Kselftests in QEMU guests: a small root from Debian's packages of the
+# guest's architecture, the selftests built statically by kselftest's make,
+# an /init that runs them as KTAP and stops the guest, the boot under plain
+# emulation with a timeout, and the count.
+#
+# Everything lives in $GUEST_DIR/ARCH:
+#   debs/      the .deb files, downloaded once per version
+#   root/      the guest root, rebuilt only when a package version changes
+#   ksft/      the kernel's UAPI headers and the kselftest objects (make O=)
+#   src/       $TREE seen through symlinks, with out-of-tree targets added
+#   initramfs.cpio.gz
+# The console of the last boot is $BUILD/selftests-ARCH.log (see GUEST_LOG_SUFFIX).
+#
+# Environment:
+#   BLKCTX_SELFTEST_TARGETS  targets (default "block mmc"): NAME of
+#       tools/testing/selftests, NAME=DIR or DIR for one outside the tree
+#   BLKCTX_SELFTESTS         tests to run: "collection", "collection:test",
+#       globs, comma-separated (the guest's blkctx.tests=)
+#   BLKCTX_GUEST_BUILD       boot $BUILD/$BLKCTX_GUEST_BUILD-ARCH (kunit)
+#   BLKCTX_GUEST_TIMEOUT     seconds a guest may run (300)
+#   BLKCTX_GUEST_TEST_TIMEOUT seconds a test may run without a settings
+#       file that says (120; the guest's blkctx.timeout=)
+#   BLKCTX_GUEST_APPEND      more kernel command line
+#   GUEST_LOG_SUFFIX         the console goes to $BUILD/selftests-ARCH$SUFFIX.log
+
+GUEST_DIR=$CACHE/guest
+# Bump when the layout of the root changes, to rebuild every cached root.
+GUEST_ROOT_FORMAT=4
+# What the guest runs, and the packages it comes from. Debian's busybox, not
+# busybox-static: the static build's shell runs its own applets before any
+# program of $PATH, so a test's "mke2fs" would be busybox's, not e2fsprogs'.
+# The root has the C library for e2fsprogs and mmc-utils anyway.
+GUEST_DEBS="busybox e2fsprogs mmc-utils"
+GUEST_PROGS="bin/busybox sbin/mke2fs sbin/mkfs.ext4 sbin/e2fsck sbin/fsck.ext4
+	usr/bin/mmc"
+GUEST_FILES="etc/mke2fs.conf"
+# /init prints this line last; without it the guest crashed or hung.
+GUEST_SENTINEL="blkctx-guest: selftests finished"
+# The kernel build to boot: $BUILD/$GUEST_BUILD-ARCH (kunit, or guest).
+GUEST_BUILD=${BLKCTX_GUEST_BUILD:-kunit}
+# Seconds before a guest that has not stopped is killed.
+GUEST_TIMEOUT=${BLKCTX_GUEST_TIMEOUT:-300}
+# Seconds one test may run in the guest unless its settings file says.
+GUEST_TEST_TIMEOUT=${BLKCTX_GUEST_TEST_TIMEOUT:-120}
+
+declare -A guest_deb_arch=([x86_64]=amd64 [arm]=armhf)
+declare -A guest_triplet=([x86_64]=x86_64-linux-gnu [arm]=arm-linux-gnueabihf)
+declare -A guest_image=([x86_64]=arch/x86/boot/bzImage [arm]=arch/arm/boot/zImage)
+
+# Options the guest needs in its kernel, on top of what boots KUnit.
+GUEST_KCONFIG="BLK_DEV_INITRD RD_GZIP DEVTMPFS TMPFS PROC_FS SYSFS DEBUG_FS
+	BINFMT_ELF BINFMT_SCRIPT"
+# armhf programs use VFPv3; the arm guest resets through PSCI
+declare -A guest_arch_kconfig=([x86_64]="SERIAL_8250_CONSOLE"
+	[arm]="SERIAL_AMBA_PL011_CONSOLE VFP VFPv3 ARM_PSCI")
+
+# The host packages the guests need, to merge into HOST_PACKAGES.
+guest_packages() {
+	echo qemu-system-x86 qemu-system-arm qemu-system-data cpio gzip \
+		gcc libc6-dev gcc-arm-linux-gnueabihf libc6-dev-armhf-cross \
+		binutils rsync make
+}
+
+# dpkg must know armhf for apt to find the packages of the arm guest.
+guest_setup() {
+	local darch
+	for darch in "${guest_deb_arch[@]}"; do
+		guest_apt_ready "$darch"
+	done
+}
+
+guest_apt_ready() {
+	local darch=$1
+	if [ "$darch" != "$(dpkg --print-architecture)" ] &&
+		! dpkg --print-foreign-architectures | grep -qx "$darch"; then
+		[ "$(id -u)" -eq 0 ] ||
+			die "dpkg does not know the $darch architecture; as root run: dpkg --add-architecture $darch && apt-get update (tools/blkctx setup does it)"
+		say "guest: adding the $darch architecture to dpkg"
+		dpkg --add-architecture "$darch"
+		apt-get update -q >&2
+	fi
+	if ! apt-cache show --no-all-versions "busybox:$darch" >/dev/null 2>&1; then
+		[ "$(id -u)" -eq 0 ] ||
+			die "apt has no $darch package lists; as root run: apt-get update"
+		say "guest: apt has no $darch package lists, updating them"
+		apt-get update -q >&2
+	fi
+}
+
+# guest_pkg_infos DARCH NAME...: for each NAME that has a candidate of
+# architecture DARCH (or all), a line "name version architecture deps", deps
+# being its Depends and Pre-Depends, space-separated, alternatives joined by |.
+guest_pkg_infos() {
+	local darch=$1
+	shift
+	local -a q=()
+	local n
+	for n in "$@"; do
+		q+=("$n:$darch" "$n")
+	done
+	apt-cache show --no-all-versions "${q[@]}" 2>/dev/null |
+		awk -v want="$darch" '
+		function flush(  n, d, i, out) {
+			if (p != "" && (a == want || a == "all") && !done[p]++) {
+				gsub(/\([^)]*\)/, "", deps)
+				gsub(/:[a-z0-9]+/, "", deps)
+				gsub(/ /, "", deps)
+				n = split(deps, d, ",")
+				out = ""
+				for (i = 1; i <= n; i++) if (d[i] != "") out = out " " d[i]
+				print p, v, a out
+			}
+			p = v = a = deps = ""
+		}
+		/^$/ { flush(); next }
+		/^Package:/ { p = $2 }
+		/^Version:/ { v = $2 }
+		/^Architecture:/ { a = $2 }
+		/^(Pre-)?Depends:/ { sub(/^[^:]*: */, ""); deps = deps "," $0 }
+		END { flush() }'
+}
+
+# guest_resolve DARCH PKG...: every package PKG needs, Depends and Pre-Depends
+# followed recursively (the first alternative that exists), as sorted lines
+# "name version architecture". One apt-cache call per level of dependencies.
+guest_resolve() {
+	local darch=$1 g n pick name version arch deps
+	shift
+	local -a level=("$@") next names found=()
+	local -A seen=() rec=() dep=()
+	while [ ${#level[@]} -gt 0 ]; do
+		names=()
+		for g in "${level[@]}"; do
+			for n in ${g//|/ }; do
+				[ -n "${seen[$n]:-}${rec[$n]:-}" ] || names+=("$n")
+			done
+		done
+		if [ ${#names[@]} -gt 0 ]; then
+			while read -r name version arch deps; do
+				rec[$name]="$version $arch"
+				dep[$name]=$deps
+			done < <(guest_pkg_infos "$darch" "${names[@]}")
+		fi
+		next=()
+		for g in "${level[@]}"; do
+			pick=""
+			for n in ${g//|/ }; do
+				if [ -n "${seen[$n]:-}${rec[$n]:-}" ]; then
+					pick=$n
+					break
+				fi
+			done
+			[ -n "$pick" ] || die "guest: no $darch package provides $g"
+			[ -z "${seen[$pick]:-}" ] || continue
+			seen[$pick]=1
+			found+=("$pick ${rec[$pick]}")
+			# shellcheck disable=SC2206
+			next+=(${dep[$pick]})
+		done
+		level=("${next[@]}")
+	done
+	printf '%s\n' "${found[@]}" | LC_ALL=C sort
+}
+
+# guest_download DIR PKG...: apt-get download into DIR.
+guest_download() {
+	local dir=$1
+	shift
+	local -a opts=(-q)
+	# as root, apt's _apt user may not reach DIR (in ~root)
+	[ "$(id -u)" -ne 0 ] || opts+=(-o APT::Sandbox::User=root)
+	(cd "$dir" && apt-get download "${opts[@]}" "$@" >&2)
+}
+
+guest_deb_file() {
+	local name=$1 version=$2 arch=$3
+	echo "${name}_${version//:/%3a}_${arch}.deb"
+}
+
+# guest_fetch DIR LINES: download the packages ("name version arch" lines)
+# that DIR does not hold yet, and drop the .deb files no line names.
+guest_fetch() {
+	local dir=$1 list=$2 name version arch f
+	local -a want=() keep=()
+	mkdir -p "$dir"
+	while read -r name version arch; do
+		f=$(guest_deb_file "$name" "$version" "$arch")
+		keep+=("$f")
+		[ -f "$dir/$f" ] || want+=("$name:$arch=$version")
+	done <<<"$list"
+	if [ ${#want[@]} -gt 0 ]; then
+		say "guest: downloading ${want[*]}"
+		guest_download "$dir" "${want[@]}" || die "guest: apt-get download failed"
+	fi
+	for f in "$dir"/*.deb; do
+		[ -e "$f" ] || continue
+		case " ${keep[*]} " in
+		*" ${f##*/} "*) ;;
+		*) rm -f "$f" ;;
+		esac
+	done
+	for f in "${keep[@]}"; do
+		[ -f "$dir/$f" ] || die "guest: $f was not downloaded"
+	done
+}
+
+# guest_real ROOT PATH: PATH (relative to ROOT) with every symlink resolved
+# inside ROOT, relative to ROOT.
+guest_real() {
+	local root=$1 path=${2#/} n=0 link
+	while [ -L "$root/$path" ]; do
+		n=$((n + 1))
+		[ $n -le 40 ] || die "guest: symlink loop at $path"
+		link=$(readlink "$root/$path")
+		case $link in
+		/*) path=${link#/} ;;
+		*) path=$(dirname "$path")/$link ;;
+		esac
+	done
+	[ -e "$root/$path" ] || return 1
+	# normalise a/./b and a/../b so that the same file has one name
+	realpath -ms --relative-to=/ "/$path"
+}
+
+# guest_copy_elf FROM TO PATH TRIPLET: copy PATH from the tree FROM into TO,
+# with its interpreter and every shared library it needs, recursively.
+# Symlinks stay symlinks, and hard links (mke2fs, mkfs.ext4) hard links.
+guest_copy_elf() {
+	local from=$1 to=$2 path=${3#/} triplet=$4 lib d found interp link id
+	if [ -e "$to/$path" ] || [ -L "$to/$path" ]; then
+		return 0
+	fi
+	guest_real "$from" "$path" >/dev/null || die "guest: $path is not in the packages"
+	mkdir -p "$to/$(dirname "$path")"
+	if [ -L "$from/$path" ]; then
+		cp -P "$from/$path" "$to/$path" || die "guest: cannot copy $path"
+		link=$(readlink "$from/$path")
+		case $link in
+		/*) guest_copy_elf "$from" "$to" "$link" "$triplet" ;;
+		*) guest_copy_elf "$from" "$to" "$(dirname "$path")/$link" "$triplet" ;;
+		esac
+		return
+	fi
+	id=$(stat -c %d:%i "$from/$path")
+	if [ -n "${guest_copied[$id]:-}" ]; then
+		ln "$to/${guest_copied[$id]}" "$to/$path" || die "guest: cannot link $path"
+		return
+	fi
+	guest_copied[$id]=$path
+	cp "$from/$path" "$to/$path" || die "guest: cannot copy $path"
+	interp=$(readelf -lW "$from/$path" 2>/dev/null |
+		sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
+	[ -z "$interp" ] || guest_copy_elf "$from" "$to" "$interp" "$triplet"
+	for lib in $(readelf -dW "$from/$path" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'); do
+		found=""
+		for d in "lib/$triplet" "usr/lib/$triplet" lib usr/lib; do
+			if guest_real "$from" "$d/$lib" >/dev/null; then
+				found=$d/$lib
+				break
+			fi
+		done
+		[ -n "$found" ] || die "guest: $path needs $lib, which no package provides"
+		guest_copy_elf "$from" "$to" "$found" "$triplet"
+	done
+}
+
+# guest_applets ARCH DEBS PKGS: busybox's applets as paths (usr/bin/awk).
+# busybox runs on the host to tell them; for another architecture, the
+# host's build of the same busybox does.
+guest_applets() {
+	local arch=$1 debs=$2 pkgs=$3 hostarch bb tmp version
+	hostarch=$(dpkg --print-architecture)
+	if [ "${guest_deb_arch[$arch]}" = "$hostarch" ]; then
+		"$pkgs/bin/busybox" --list-full
+		return
+	fi
+	version=$(dpkg-deb -f "$(ls "$debs"/busybox_*.deb)" Version)
+	bb=$(guest_deb_file busybox "$version" "$hostarch")
+	if [ ! -f "$debs/host/$bb" ]; then
+		rm -rf "$debs/host"
+		mkdir -p "$debs/host"
+		guest_download "$debs/host" "busybox:$hostarch=$version" ||
+			guest_download "$debs/host" "busybox:$hostarch" ||
+			die "guest: cannot download busybox for $hostarch to list its applets"
+		bb=$(cd "$debs/host" && ls busybox_*.deb)
+	fi
+	tmp=$(mktemp -d)
+	dpkg-deb -x "$debs/host/$bb" "$tmp"
+	"$tmp/bin/busybox" --list-full
+	rm -rf "$tmp"
+}
+
+# guest_rootfs ARCH: the guest root in $GUEST_DIR/ARCH/root.
+guest_rootfs() {
+	local arch=$1 darch=${guest_deb_arch[$1]:-} dir=$GUEST_DIR/$1 list manifest key f p
+	[ -n "$darch" ] || die "guest: unknown architecture $arch"
+	guest_apt_ready "$darch"
+	# the versions change only with apt's package lists
+	key=$({ echo "$darch $GUEST_DEBS"; stat -c '%n %s %Y' /var/lib/apt/lists/*Packages* \
+		/etc/apt/preferences /etc/apt/preferences.d/* 2>/dev/null || true; } | sha256sum)
+	mkdir -p "$dir"
+	if [ "$(head -1 "$dir/resolved" 2>/dev/null)" = "$key" ]; then
+		list=$(tail -n +2 "$dir/resolved")
+	else
+		# shellcheck disable=SC2086
+		list=$(guest_resolve "$darch" $GUEST_DEBS)
+		printf '%s\n%s\n' "$key" "$list" >"$dir/resolved"
+	fi
+	manifest=$(printf 'format %s\nprogs %s\nfiles %s\n%s\n' "$GUEST_ROOT_FORMAT" \
+		"$GUEST_PROGS" "$GUEST_FILES" "$list")
+	if [ -d "$dir/root" ] && [ "$(cat "$dir/root.manifest" 2>/dev/null)" = "$manifest" ]; then
+		say "guest: $arch root is up to date ($(wc -l <<<"$list") packages)"
+		return 0
+	fi
+	say "guest: building the $arch root from $(wc -l <<<"$list") $darch packages"
+	guest_fetch "$dir/debs" "$list"
+	rm -rf "$dir/pkgs" "$dir/root.tmp" "$dir/root"
+	mkdir -p "$dir/pkgs"
+	for f in "$dir"/debs/*.deb; do
+		dpkg-deb -x "$f" "$dir/pkgs" || die "guest: cannot extract $f"
+	done
+	local r=$dir/root.tmp
+	# inode in the packages -> path in the root, for guest_copy_elf
+	local -A guest_copied=()
+	mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,run,mnt,root,etc}
+	for p in $GUEST_PROGS; do
+		guest_copy_elf "$dir/pkgs" "$r" "$p" "${guest_triplet[$arch]}"
+	done
+	for f in $GUEST_FILES; do
+		mkdir -p "$r/$(dirname "$f")"
+		cp "$dir/pkgs/$(guest_real "$dir/pkgs" "$f")" "$r/$f" || die "guest: no $f"
+	done
+	# busybox for every applet no real program stands for (busybox has a
+	# mke2fs of its own)
+	local -A real=()
+	while read -r p; do
+		real[${p##*/}]=1
+	done < <(cd "$r" && find . \( -type f -o -type l \))
+	while read -r p; do
+		p=${p#/}
+		[ -z "${real[${p##*/}]:-}" ] || continue
+		mkdir -p "$r/$(dirname "$p")"
+		ln -s /bin/busybox "$r/$p" || die "guest: cannot link $p"
+	done < <(guest_applets "$arch" "$dir/debs" "$dir/pkgs")
+	[ -L "$r/bin/sh" ] || die "guest: busybox has no sh applet"
+	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$r/etc/passwd"
+	printf 'root:x:0:\n' >"$r/etc/group"
+	: >"$r/etc/mtab"
+	rm -rf "$dir/pkgs"
+	mv "$r" "$dir/root" || die "guest: cannot make $dir/root"
+	printf '%s\n' "$manifest" >"$dir/root.manifest"
+	say "guest: $arch root is $(du -sh "$dir/root" | cut -f1)"
+}
+
+# guest_targets: the selftest targets as "name dir" lines. A target is a
+# directory of $TREE/tools/testing/selftests, NAME=DIR, or a DIR whose name
+# becomes the collection.
+guest_targets() {
+	local t name dir
+	for t in ${BLKCTX_SELFTEST_TARGETS:-block mmc}; do
+		case $t in
+		*=*) name=${t%%=*} dir=${t#*=} ;;
+		*/*) dir=$t name=$(basename "$t") ;;
+		*) name=$t dir=$TREE/tools/testing/selftests/$t ;;
+		esac
+		[ -f "$dir/Makefile" ] || die "guest: selftest target $t: no Makefile in $dir"
+		echo "$name $(cd "$dir" && pwd)"
+	done
+}
+
+# guest_src ARCH: $GUEST_DIR/ARCH/src, $TREE seen through symlinks down to
+# tools/testing/selftests, where each out-of-tree target is copied, so that
+# kselftest's own Makefiles build it as if it were in the tree.
+guest_src() {
+	local arch=$1 src=$GUEST_DIR/$1/src name dir rel e f
+	rm -rf "$src"
+	mkdir -p "$src"
+	rel=.
+	for e in tools testing selftests; do
+		for f in "$TREE/$rel"/* "$TREE/$rel"/.[!.]*; do
+			[ -e "$f" ] || continue
+			[ "$(basename "$f")" = "$e" ] && continue
+			ln -s "$f" "$src/$rel/$(basename "$f")"
+		done
+		rel=$rel/$e
+		mkdir -p "$src/$rel"
+	done
+	for f in "$TREE/$rel"/*; do
+		ln -s "$f" "$src/$rel/$(basename "$f")"
+	done
+	while read -r name dir; do
+		case $dir in
+		"$TREE/tools/testing/selftests/$name") ;;
+		*)
+			say "guest: selftest target $name from $dir (not in the tree)"
+			rm -f "$src/$rel/$name"
+			cp -r "$dir" "$src/$rel/$name" || die "guest: cannot copy $dir"
+			;;
+		esac
+	done < <(guest_targets)
+	echo "$src/$rel"
+}
+
+# guest_selftests ARCH DEST: build the targets statically with kselftest's
+# make and install them in DEST with kselftest-list.txt.
+guest_selftests() {
+	local arch=$1 dest=$2 ksft=$GUEST_DIR/$1/ksft selftests targets="" name dir
+	local -a kmake=(make -C "$TREE" O="$ksft" ARCH="$arch")
+	local -a smake=(CC="${arch_cc[$arch]}gcc" USERLDFLAGS=-static -j"$JOBS")
+	# a native build leaves ARCH to each Makefile, as "make -C
+	# tools/testing/selftests" does; a cross build names it
+	[ -z "${arch_cc[$arch]}" ] || {
+		kmake+=(CROSS_COMPILE="${arch_cc[$arch]}")
+		smake+=(ARCH="$arch" CROSS_COMPILE="${arch_cc[$arch]}")
+	}
+	mkdir -p "$ksft"
+	# kselftest includes the UAPI headers of the tree from $O/usr/include
+	"${kmake[@]}" -s headers_install >"$ksft/headers.log" 2>&1 ||
+		{ tail -20 "$ksft/headers.log" >&2; die "guest: headers_install for $arch failed"; }
+	while read -r name dir; do
+		targets+=" $name"
+	done < <(guest_targets)
+	selftests=$(guest_src "$arch")
+	rm -rf "$dest" "$ksft/kselftest"
+	# shellcheck disable=SC2086
+	if ! make -C "$selftests" O="$ksft" "${smake[@]}" TARGETS="${targets# }" \
+		KSFT_INSTALL_PATH="$dest" install >"$ksft/build.log" 2>&1; then
+		tail -30 "$ksft/build.log" >&2
+		die "guest: building the selftests ($targets) for $arch failed; log: $ksft/build.log"
+	fi
+	grep -E 'warning:' "$ksft/build.log" >&2 || true
+	[ -s "$dest/kselftest-list.txt" ] || die "guest: the selftests ($targets) list no test"
+}
+
+# The guest's /init: mount what tests use, run each test of
+# /kselftest/kselftest-list.txt (or those blkctx.tests= selects, by
+# "collection", "collection:test" or a glob of these, comma-separated) as a
+# KTAP subtest, print the sentinel and reset (which ends qemu -no-reboot).
+guest_init() {
+	cat <<'INIT'
+#!/bin/sh
+# /init of a blkctx kselftest guest
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+# blkctx.tests= may hold globs: no pathname expansion anywhere
+set -f
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+[ -c /dev/console ] && exec </dev/console >/dev/console 2>&1
+mkdir -p /dev/pts /dev/shm
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /dev/shm
+mount -t devpts devpts /dev/pts 2>/dev/null
+
+tests=
+timeout_default=@TEST_TIMEOUT@
+read -r cmdline </proc/cmdline
+for arg in $cmdline; do
+	case $arg in
+	blkctx.tests=*) tests=${arg#blkctx.tests=} ;;
+	blkctx.timeout=*) timeout_default=${arg#blkctx.timeout=} ;;
+	esac
+done
+
+selected() {
+	[ -z "$tests" ] && return 0
+	old_ifs=$IFS
+	IFS=,
+	for pat in $tests; do
+		# shellcheck disable=SC2254
+		case $1 in $pat | ${pat}:*) IFS=$old_ifs; return 0 ;; esac
+	done
+	IFS=$old_ifs
+	return 1
+}
+
+cd /kselftest || exit 1
+list=
+n=0
+while read -r entry; do
+	[ -n "$entry" ] || continue
+	selected "$entry" || continue
+	list="$list $entry"
+	n=$((n + 1))
+done <kselftest-list.txt
+
+echo "KTAP version 1"
+echo "# blkctx-guest: $(uname -r) $(uname -m)"
+echo "1..$n"
+i=0
+for entry in $list; do
+	i=$((i + 1))
+	coll=${entry%%:*}
+	t=${entry#*:}
+	to=$timeout_default
+	if [ -f "$coll/settings" ]; then
+		v=$(sed -n 's/^timeout=//p' "$coll/settings")
+		[ -n "$v" ] && to=$v
+	fi
+	echo "# selftests: $coll: $t"
+	rm -f /tmp/.rc
+	{
+		cd "$coll" || exit 1
+		# in a process group of its own, so that what the test leaves
+		# running, or runs when it times out, is killed with it
+		if [ "$to" -gt 0 ] 2>/dev/null; then
+			timeout -s KILL "$to" setsid "./$t" &
+		else
+			setsid "./$t" &
+		fi
+		pid=$!
+		wait $pid
+		echo $? >/tmp/.rc
+		kill -KILL -- "-$pid" 2>/dev/null
+	} </dev/null 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
+		# line by line: sed would hold a hanging test's output back
+		printf '    %s\n' "$line"
+	done
+	rc=$(cat /tmp/.rc 2>/dev/null || echo 255)
+	case $rc in
+	0) echo "ok $i $coll:$t" ;;
+	4) echo "ok $i $coll:$t # SKIP" ;;
+	124 | 137) echo "not ok $i $coll:$t # TIMEOUT $to seconds" ;;
+	*) echo "not ok $i $coll:$t # exit=$rc" ;;
+	esac
+done
+echo "@SENTINEL@"
+# qemu runs with -no-reboot, so a reset ends it on every machine; poweroff -f
+# would only halt x86 when ACPI cannot load (the KUnit kernel has no PCI)
+reboot -f
+INIT
+}
+
+# guest_initramfs ARCH OUT: the root, the selftests and /init as a gzip
+# newc cpio in OUT.
+guest_initramfs() {
+	local arch=$1 out=$2 stage=$GUEST_DIR/$1/initramfs.d
+	guest_rootfs "$arch"
+	rm -rf "$stage"
+	mkdir -p "$stage"
+	cp -a "$GUEST_DIR/$arch/root/." "$stage/" || die "guest: cannot copy the root"
+	guest_selftests "$arch" "$stage/kselftest"
+	guest_init | sed -e "s|@TEST_TIMEOUT@|$GUEST_TEST_TIMEOUT|" \
+		-e "s|@SENTINEL@|$GUEST_SENTINEL|" >"$stage/init"
+	chmod 755 "$stage/init"
+	mkdir -p "$(dirname "$out")"
+	(set -o pipefail && cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
+		cpio -o -H newc -R 0:0 --quiet | gzip -9n) >"$out.tmp" ||
+		die "guest: cannot pack $out"
+	mv "$out.tmp" "$out"
+	say "guest: $arch initramfs $out: $(du -h "$out" | cut -f1), $(grep -c . "$stage/kselftest/kselftest-list.txt") tests"
+	rm -rf "$stage"
+}
+
+# guest_boot ARCH KERNEL INITRAMFS LOG: boot under plain emulation (never
+# KVM: nested, it hangs silently) with the console in LOG. Returns qemu's
+# status, 124 when the guest was killed after $GUEST_TIMEOUT seconds.
+guest_boot() {
+	local arch=$1 kernel=$2 initrd=$3 log=$4 rc=0
+	local append="kunit.enable=0 panic=-1 ${BLKCTX_GUEST_APPEND:-}"
+	[ -z "${BLKCTX_SELFTESTS:-}" ] || append+=" blkctx.tests=$BLKCTX_SELFTESTS"
+	local -a qemu
+	case $arch in
+	x86_64)
+		qemu=(qemu-system-x86_64 -accel tcg -m 1024 -nographic -no-reboot -nic none
+			-bios qboot.rom -kernel "$kernel" -initrd "$initrd"
+			-append "console=ttyS0 $append")
+		;;
+	arm)
+		qemu=(qemu-system-arm -M virt -cpu cortex-a15 -accel tcg -m 1024 -nographic
+			-no-reboot -nic none -kernel "$kernel" -initrd "$initrd"
+			-append "console=ttyAMA0 $append")
+		;;
+	*) die "guest: unknown architecture $arch" ;;
+	esac
+	mkdir -p "$(dirname "$log")"
+	echo "# ${qemu[*]}" >"$log"
+	timeout -k 10 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null >>"$log" 2>&1 || rc=$?
+	return $rc
+}
+
+# guest_ktap LOG FINISHED: count the KTAP that /init printed in LOG.
+# Leaves are the result lines with no results nested under them (4 spaces a
+# level, or the "# " that kselftest's runner puts before each line of a
+# test); "# SKIP" makes one skipped. One failure more for: a failed test
+# whose subtests all passed (it crashed, or exited non-zero), a test whose
+# kselftest "# Totals:" line counts failures that none of its results shows,
+# and, when FINISHED is 1, a plan not met (else the crash or hang is the
+# failure). Prints "passed failed skipped", then "FAIL name" per failure.
+guest_ktap() {
+	awk -v finished="$2" '
+	function fail(what) { f++; failed[nf++] = what }
+	{ sub(/\r$/, "") }
+	!started { if ($0 == "KTAP version 1") started = 1; next }
+	{
+		line = $0; d = 0
+		while (1) {
+			if (substr(line, 1, 4) == "    ") { line = substr(line, 5); d++ }
+			else if (substr(line, 1, 2) == "# " && substr(line, 3) ~ /^ *(not ok|ok|1\.\.)[ 0-9]/) { line = substr(line, 3); d++ }
+			else break
+		}
+	}
+	d == 0 && line ~ /^1\.\.[0-9]+/ { plan = substr(line, 4) + 0; next }
+	line ~ /^# Totals: / {
+		if (line ~ /[ \t](fail|error):[1-9]/) totfail[d] = 1
+		next
+	}
+	line ~ /^(not )?ok [0-9]+/ {
+		notok = line ~ /^not ok/
+		skip = line ~ /#[ \t]*[Ss][Kk][Ii][Pp]/
+		name = line; sub(/^(not )?ok [0-9]+ *(- )?/, "", name)
+		if (d == 0) top++
+		if (!has[d + 1] && !totfail[d + 1]) {
+			if (skip) s++
+			else if (notok) fail(name)
+			else p++
+			if (notok && !skip) for (k = 0; k <= d; k++) bad[k] = 1
+		} else if (!bad[d + 1] && totfail[d + 1]) {
+			fail(name " (its totals count failures)")
+			for (k = 0; k <= d; k++) bad[k] = 1
+		} else if (notok && !skip && !bad[d + 1]) {
+			fail(name " (its subtests passed)")
+			for (k = 0; k <= d; k++) bad[k] = 1
+		}
+		for (k = d + 1; k <= depth; k++) { has[k] = 0; bad[k] = 0; totfail[k] = 0 }
+		has[d] = 1
+		if (d > depth) depth = d
+	}
+	END {
+		if (started && finished && plan != top)
+			fail("plan 1.." plan " but " top " results")
+		print p + 0, f + 0, s + 0
+		for (i = 0; i < nf; i++) print "FAIL " failed[i]
+	}' "$1"
+}
+
+# guest_check_kconfig CONFIG ARCH DIR...: the options missing from the kernel
+# .config CONFIG that an ARCH guest needs, or that a target DIR's "config"
+# file (kselftest's list of the options its tests need) asks for.
+guest_check_kconfig() {
+	local config=$1 arch=$2 o f missing=""
+	shift 2
+	for o in $GUEST_KCONFIG ${guest_arch_kconfig[$arch]}; do
+		grep -q "^CONFIG_$o=y" "$config" || missing+=" CONFIG_$o=y"
+	done
+	for f in "$@"; do
+		[ -f "$f/config" ] || continue
+		while IFS= read -r o; do
+			case $o in CONFIG_*=*) grep -qx "$o" "$config" || missing+=" $o" ;; esac
+		done <"$f/config"
+	done
+	echo "${missing# }"
+}
+
+GUEST_PASSED=0
+GUEST_FAILED=0
+GUEST_SKIPPED=0
+GUEST_ARCH_OK=0
+
+# guest_arch ARCH: build the initramfs, boot, count; add to the totals and
+# set GUEST_ARCH_OK. It returns 0 even on failure, so that "set -e" keeps
+# applying inside: a caller's "guest_arch || ..." would switch it off.
+guest_arch() {
+	local arch=$1 kdir=$BUILD/$GUEST_BUILD-$1
+	local log=$BUILD/selftests-$1${GUEST_LOG_SUFFIX:-}.log
+	local initrd=$GUEST_DIR/$1/initramfs.cpio.gz kernel counts missing
+	local rc=0 start p f s t0 sentinel=0 last lock panic
+	local -a dirs
+	GUEST_ARCH_OK=0
+	kernel=$kdir/${guest_image[$arch]:-}
+	t0=$(date +%s)
+	if [ ! -f "$kernel" ]; then
+		say "selftests: $arch: no kernel $kernel (tools/blkctx kunit $arch builds it)"
+		GUEST_FAILED=$((GUEST_FAILED + 1))
+		return 0
+	fi
+	mapfile -t dirs < <(guest_targets | cut -d' ' -f2-)
+	missing=$(guest_check_kconfig "$kdir/.config" "$arch" "${dirs[@]}")
+	if [ -n "$missing" ]; then
+		say "selftests: $arch: $kdir/.config lacks $missing (add them to kunitconfig, or qemu_configs/$arch.py for one architecture, and run tools/blkctx kunit $arch)"
+		GUEST_FAILED=$((GUEST_FAILED + 1))
+		return 0
+	fi
+	# one run per architecture at a time: the machine's users share $CACHE
+	mkdir -p "$GUEST_DIR"
+	exec {lock}>"$GUEST_DIR/$arch.lock"
+	flock "$lock" || die "guest: cannot lock $GUEST_DIR/$arch.lock"
+	guest_initramfs "$arch" "$initrd"
+	start=$(date +%s)
+	say "selftests: booting $arch (log: $log, timeout ${GUEST_TIMEOUT}s)"
+	guest_boot "$arch" "$kernel" "$initrd" "$log" || rc=$?
+	exec {lock}>&-
+	tr -d '\r' <"$log" | grep -qxF "$GUEST_SENTINEL" && sentinel=1
+	counts=$(guest_ktap "$log" $sentinel)
+	read -r p f s <<<"$(head -1 <<<"$counts")"
+	tail -n +2 <<<"$counts" | sed "s/^FAIL /selftests: $arch: FAILED /" >&2
+	if [ $sentinel -eq 0 ]; then
+		last=$(tr -d '\r' <"$log" | sed -n 's/^# selftests: \(.*\): \(.*\)$/\1:\2/p' | tail -1)
+		[ -z "$last" ] || say "selftests: $arch: the last test to start was $last"
+		panic=$(tr -d '\r' <"$log" | grep -m1 'Kernel panic' || true)
+		[ -z "$panic" ] || say "selftests: $arch: ${panic#*] }"
+		if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+			say "selftests: $arch: the guest did not finish in ${GUEST_TIMEOUT}s (a hang?): killed it"
+		else
+			say "selftests: $arch: the guest stopped before the end of the tests (a crash? qemu status $rc)"
+		fi
+		tail -n 15 "$log" | tr -d '\r' | sed 's/^/    /' >&2
+		f=$((f + 1))
+	elif [ $rc -ne 0 ]; then
+		say "selftests: $arch: the guest ran every test but did not stop by itself (qemu status $rc)"
+		f=$((f + 1))
+	elif [ $((p + f + s)) -eq 0 ]; then
+		say "selftests: $arch: ran no test"
+		f=$((f + 1))
+	fi
+	echo "selftests: $arch: $p passed, $f failed, $s skipped (initramfs $((start - t0))s, boot and run $(($(date +%s) - start))s)"
+	GUEST_PASSED=$((GUEST_PASSED + p))
+	GUEST_FAILED=$((GUEST_FAILED + f))
+	GUEST_SKIPPED=$((GUEST_SKIPPED + s))
+	[ "$f" -ne 0 ] || GUEST_ARCH_OK=1
+}
+
+# do_selftests [ARCH...]: every selftest target in a guest of each
+# architecture (default: $ARCHES), booting $BUILD/$GUEST_BUILD-ARCH.
+do_selftests() {
+	local arch rc=0
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	# shellcheck disable=SC2048
+	for arch in ${*:-$ARCHES}; do
+		guest_arch "$arch"
+		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+	done
+	echo "selftests: $GUEST_PASSED passed, $GUEST_FAILED failed, $GUEST_SKIPPED skipped"
+	return $rc
+}
