@@ -18,7 +18,7 @@
 #   BLKCTX_SELFTESTS         tests to run: "collection", "collection:test",
 #       globs, comma-separated (the guest's blkctx.tests=)
 #   BLKCTX_GUEST_BUILD       boot $BUILD/$BLKCTX_GUEST_BUILD-ARCH (kunit)
-#   BLKCTX_GUEST_TIMEOUT     seconds a guest may run (300)
+#   BLKCTX_GUEST_TIMEOUT     seconds a guest may run (900)
 #   BLKCTX_GUEST_TEST_TIMEOUT seconds a test may run without a settings
 #       file that says (120; the guest's blkctx.timeout=)
 #   BLKCTX_GUEST_APPEND      more kernel command line
@@ -40,7 +40,7 @@ GUEST_SENTINEL="blkctx-guest: selftests finished"
 # The kernel build to boot: $BUILD/$GUEST_BUILD-ARCH (kunit, or guest).
 GUEST_BUILD=${BLKCTX_GUEST_BUILD:-kunit}
 # Seconds before a guest that has not stopped is killed.
-GUEST_TIMEOUT=${BLKCTX_GUEST_TIMEOUT:-300}
+GUEST_TIMEOUT=${BLKCTX_GUEST_TIMEOUT:-900}
 # Seconds one test may run in the guest unless its settings file says.
 GUEST_TEST_TIMEOUT=${BLKCTX_GUEST_TEST_TIMEOUT:-120}
 
