@@ -11,6 +11,7 @@
 #   BLKCTX_BENCH_BLOCK      erase block in KiB [256]
 #   BLKCTX_BENCH_OP         over-provisioning in percent [7]
 #   BLKCTX_BENCH_FILL       percent of the filesystem kept in use [80]
+#   BLKCTX_BENCH_DISCARD    mount -o discard, so deletions reach the card [1]
 #   BLKCTX_BENCH_WARMUP     writes before counting, in card sizes [2.0]
 #   BLKCTX_BENCH_VOLUME     writes counted, in card sizes [3.0]
 #   BLKCTX_BENCH_SEED       [1]
@@ -106,6 +107,7 @@ do_bench() {
 	append+=" ctxbench.workloads=${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,seq}"
 	append+=" ctxbench.policies=${BLKCTX_BENCH_POLICIES:-none,inode,parent,process,temporal,size,create,hint}"
 	append+=" ctxbench.fill=${BLKCTX_BENCH_FILL:-80} ctxbench.seed=${BLKCTX_BENCH_SEED:-1}"
+	append+=" ctxbench.discard=${BLKCTX_BENCH_DISCARD:-1}"
 	append+=" ctxbench.warmup=$warmup ctxbench.volume=$volume"
 	mkdir -p "$out"
 	log=$BUILD/selftests-x86_64-bench.log

@@ -38,6 +38,7 @@ kunit_arch() {
 	local arch=$1
 	local log=$BUILD/kunit-$arch.log rc=0 summary
 	say "kunit: $arch (log: $log)"
+	mkdir -p "$BUILD"
 	kunit_py "$arch" run 2>&1 | tee "$log" || rc=$?
 	summary=$(sed -n 's/.*Ran \([0-9]*\) tests: \(.*\)/\2/p' "$log" | tail -1)
 	local passed failed skipped

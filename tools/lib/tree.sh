@@ -90,7 +90,7 @@ apply_series() {
 do_prepare() {
 	local force=0
 	[ "${1:-}" = "--force" ] && force=1
-	mkdir -p "$CACHE"
+	mkdir -p "$CACHE" "$BUILD"
 	if [ -d "$TREE/.git" ] && [ "$(cat "$TREE/.git/blkctx-source" 2>/dev/null)" != "$(tarball_version)" ]; then
 		say "prepare: linux-source-6.12 changed; extracting it again"
 		rm -rf "$TREE"

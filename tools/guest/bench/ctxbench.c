@@ -9,7 +9,9 @@
  * Parameters come from the kernel command line (the guest has no other
  * way in): ctxbench.workloads=mail,db,mix,seq ctxbench.policies=none,inode,...
  * ctxbench.warmup=N ctxbench.volume=N (in tenths of the card's logical size)
- * ctxbench.seed=N ctxbench.fill=N (percent of the filesystem kept in use).
+ * ctxbench.seed=N ctxbench.fill=N (percent of the filesystem kept in use)
+ * ctxbench.discard=0|1 (mount -o discard, so that deleted files reach the
+ * flash model as trims; the default, as a periodic fstrim would do too).
  *
  * Workloads (each step ends in fsync, as the programs they stand for do,
  * so that writeback, and so the counts, follow the workload and not the
@@ -62,9 +64,9 @@ struct counters {
 
 static struct {
 	char workloads[256], policies[256];
-	unsigned int warmup, volume, fill;
+	unsigned int warmup, volume, fill, discard;
 	unsigned long long seed;
-} opt = { "mail,db,mix", "none,inode", 10, 20, 80, 1 };
+} opt = { "mail,db,mix", "none,inode", 10, 20, 80, 1, 1 };
 
 static unsigned long long page_bytes, logical_pages;
 static unsigned long long fs_bytes;
@@ -431,7 +433,7 @@ static void run(const char *workload, const char *policy)
 	/* mke2fs discards the whole card: the flash model starts empty */
 	if (system("mke2fs -q -F -t ext4 " DEV))
 		die("mke2fs failed");
-	if (mount(DEV, MNT, "ext4", 0, NULL))
+	if (mount(DEV, MNT, "ext4", 0, opt.discard ? "discard" : NULL))
 		die("mount: %s", strerror(errno));
 	if (access(POLICY, F_OK))
 		die("no " POLICY " (a kernel without ext4 context policies?)");
@@ -485,6 +487,8 @@ static void parse_cmdline(void)
 			opt.volume = strtoul(arg + 16, NULL, 10);
 		else if (!strncmp(arg, "ctxbench.fill=", 14))
 			opt.fill = strtoul(arg + 14, NULL, 10);
+		else if (!strncmp(arg, "ctxbench.discard=", 17))
+			opt.discard = strtoul(arg + 17, NULL, 10);
 		else if (!strncmp(arg, "ctxbench.seed=", 14))
 			opt.seed = strtoull(arg + 14, NULL, 10);
 	}
@@ -515,8 +519,8 @@ int main(void)
 	if (!f || fscanf(f, "%u", &streams) != 1)
 		die("no write streams on " DEV);
 	fclose(f);
-	printf("ctxbench: seed=%llu fill=%u%% warmup=%u.%u volume=%u.%u page_bytes=%llu block_bytes=%llu op_percent=%llu logical_pages=%llu streams=%u\n",
-	       opt.seed, opt.fill, opt.warmup / 10, opt.warmup % 10,
+	printf("ctxbench: seed=%llu fill=%u%% discard=%u warmup=%u.%u volume=%u.%u page_bytes=%llu block_bytes=%llu op_percent=%llu logical_pages=%llu streams=%u\n",
+	       opt.seed, opt.fill, opt.discard, opt.warmup / 10, opt.warmup % 10,
 	       opt.volume / 10, opt.volume % 10, page_bytes,
 	       ftl_value(geometry, "block_bytes"), ftl_value(geometry, "op_percent"),
 	       logical_pages, streams);
