@@ -128,6 +128,10 @@ int main(void)
 				printf(" ctx %u: %u writes", ctx, seen[ctx]);
 		printf("\n");
 	}
+	/* mmc-utils reads EXT_CSD itself, independently of the kernel's view */
+	fflush(stdout);
+	if (system("mmc extcsd read " DEV " | grep -E 'CONTEXT|LARGE_UNIT' | grep -v ': 0x00$' | sed 's/^/ctxdemo: mmc extcsd read: /'"))
+		printf("ctxdemo: mmc extcsd read failed\n");
 	umount(MNT);
 	return 0;
 }
