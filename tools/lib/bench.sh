@@ -12,8 +12,8 @@
 #   BLKCTX_BENCH_OP         over-provisioning in percent [7]
 #   BLKCTX_BENCH_FILL       percent of the filesystem kept in use [80]
 #   BLKCTX_BENCH_DISCARD    mount -o discard, so deletions reach the card [1]
-#   BLKCTX_BENCH_WARMUP     writes before counting, in card sizes [2.0]
-#   BLKCTX_BENCH_VOLUME     writes counted, in card sizes [3.0]
+#   BLKCTX_BENCH_WARMUP     writes before counting, in card sizes [2]
+#   BLKCTX_BENCH_VOLUME     writes counted, in card sizes [2]
 #   BLKCTX_BENCH_SEED       [1]
 #   BLKCTX_BENCH_OUT        where the table and plot go [$BUILD/bench]
 
@@ -51,6 +51,17 @@ bench_table() {
 		}'
 }
 
+# bench_caption TABLE: the parameters of the table's first line, readably.
+bench_caption() {
+	sed -n '1s/^# //p' "$1" | tr ' ' '\n' | awk -F= '{ v[$1] = $2 }
+	END {
+		printf "%d MiB card, %d KiB erase blocks, %d KiB pages, %s%% spare, %s streams; fs %s full, discard %s; warmup %s, counted %s card sizes; seed %s",
+			v["logical_pages"] * v["page_bytes"] / 1048576, v["block_bytes"] / 1024,
+			v["page_bytes"] / 1024, v["op_percent"], v["streams"], v["fill"],
+			v["discard"] ? "on" : "off", v["warmup"], v["volume"], v["seed"]
+	}'
+}
+
 # bench_plot TABLE PNG: WAF per policy, a group of bars per workload.
 bench_plot() {
 	local table=$1 png=$2 data cols
@@ -72,9 +83,9 @@ bench_plot() {
 	}' "$table" >"$data"
 	cols=$(head -1 "$data" | wc -w)
 	gnuplot <<PLOT || say "bench: gnuplot failed"
-set terminal pngcairo size 1000,560 noenhanced
+set terminal pngcairo size 1280,600 font ",10" noenhanced
 set output "$png"
-set title "ext4 context policies on the emulated eMMC: write amplification\n$(sed -n '1s/^# //p' "$table")"
+set title "ext4 context policies on the emulated eMMC: write amplification\n$(bench_caption "$table")"
 set ylabel "WAF (NAND pages programmed / host pages written)"
 set style data histograms
 set style histogram clustered gap 1
@@ -97,7 +108,7 @@ do_bench() {
 	fi
 	do_prepare
 	warmup=$(bench_tenths "${BLKCTX_BENCH_WARMUP:-2}")
-	volume=$(bench_tenths "${BLKCTX_BENCH_VOLUME:-3}")
+	volume=$(bench_tenths "${BLKCTX_BENCH_VOLUME:-2}")
 	say "bench: building the x86_64 kernel"
 	kunit_py x86_64 build >"$BUILD/kunit-x86_64-build.log" 2>&1 ||
 		{ tail -20 "$BUILD/kunit-x86_64-build.log" >&2; die "bench: the kernel does not build"; }

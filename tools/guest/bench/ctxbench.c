@@ -23,16 +23,13 @@
  *         4 KiB pages at random (80% of writes to a hot 20%), beside an
  *         append-only log of 16 KiB records in 4 MiB segments, the oldest
  *         of 4 deleted as a new one starts
- *   mix   mail and db as two processes, taking turns step by step so that
- *         the order of their writes is the same in every run
+ *   mix   mail and db in one process, taking turns step by step
  *   seq   one file of half the filesystem written sequentially, for the
  *         request and merge counts (no steady state: warmup is ignored)
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -42,7 +39,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define DEV		"/dev/mmcblk0"
@@ -306,90 +302,26 @@ static void db_step(struct db *d)
 	}
 }
 
-/*
- * A worker is a child process doing one step per byte it reads from its
- * pipe, and answering with one byte: the parent runs workers in turn, so
- * the interleaving of their writes does not depend on the scheduler.
- */
-struct worker {
-	pid_t pid;
-	int go, done;
+/* A workload in progress: mail, db, or both taking turns step by step. */
+struct load {
+	struct mail *mail;
+	struct db *db;
 };
 
-static void start_worker(struct worker *w, const char *kind, uint64_t seed,
-			 unsigned long long mail_target)
-{
-	int to_child[2], to_parent[2];
-	char c;
-
-	if (pipe(to_child) || pipe(to_parent))
-		die("pipe: %s", strerror(errno));
-	w->pid = fork();
-	if (w->pid < 0)
-		die("fork: %s", strerror(errno));
-	if (w->pid == 0) {
-		struct mail m;
-		struct db d;
-		bool is_mail = !strcmp(kind, "mail");
-
-		close(to_child[1]);
-		close(to_parent[0]);
-		if (is_mail)
-			mail_init(&m, seed);
-		else
-			db_init(&d, seed);
-		c = 'r';
-		if (write(to_parent[1], &c, 1) != 1)
-			_exit(1);
-		while (read(to_child[0], &c, 1) == 1) {
-			if (is_mail)
-				mail_step(&m, mail_target);
-			else
-				db_step(&d);
-			if (write(to_parent[1], &c, 1) != 1)
-				_exit(1);
-		}
-		_exit(0);
-	}
-	close(to_child[0]);
-	close(to_parent[1]);
-	w->go = to_child[1];
-	w->done = to_parent[0];
-	if (read(w->done, &c, 1) != 1)
-		die("%s worker did not start", kind);
-}
-
-static void step_worker(struct worker *w)
-{
-	char c = 's';
-
-	if (write(w->go, &c, 1) != 1 || read(w->done, &c, 1) != 1)
-		die("a worker died");
-}
-
-static void stop_worker(struct worker *w)
-{
-	int status;
-
-	close(w->go);
-	close(w->done);
-	if (waitpid(w->pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
-		die("a worker failed");
-}
-
-/* Run workers in turn until the card has taken pages more host pages. */
-static void run_until(struct worker *w, int nr, unsigned long long pages)
+/* Run the load until the card has taken pages more host pages. */
+static void run_until(struct load *l, unsigned long long pages,
+		      unsigned long long mail_target)
 {
 	struct counters c;
 	unsigned long long start;
-	int i;
 
 	read_counters(&c);
 	start = c.host_pages;
 	do {
-		for (i = 0; i < nr; i++)
-			step_worker(&w[i]);
+		if (l->mail)
+			mail_step(l->mail, mail_target);
+		if (l->db)
+			db_step(l->db);
 		read_counters(&c);
 	} while (c.host_pages - start < pages);
 }
@@ -424,11 +356,12 @@ static void print_result(const char *workload, const char *policy,
 
 static void run(const char *workload, const char *policy)
 {
+	struct load l = { NULL, NULL };
 	struct counters a, b;
-	struct worker w[2];
 	unsigned long long target;
 	struct statvfs sv;
-	int nr = 0, i;
+	struct mail m;
+	struct db d;
 
 	/* mke2fs discards the whole card: the flash model starts empty */
 	if (system("mke2fs -q -F -t ext4 " DEV))
@@ -450,19 +383,27 @@ static void run(const char *workload, const char *policy)
 		print_result(workload, policy, &a, &b);
 		goto out;
 	}
-	if (!strcmp(workload, "mail") || !strcmp(workload, "mix"))
-		start_worker(&w[nr++], "mail", opt.seed, target);
-	if (!strcmp(workload, "db") || !strcmp(workload, "mix"))
-		start_worker(&w[nr++], "db", opt.seed + 1, target);
-	if (!nr)
+	if (!strcmp(workload, "mail") || !strcmp(workload, "mix")) {
+		mail_init(&m, opt.seed);
+		l.mail = &m;
+	}
+	if (!strcmp(workload, "db") || !strcmp(workload, "mix")) {
+		db_init(&d, opt.seed + 1);
+		l.db = &d;
+	}
+	if (!l.mail && !l.db)
 		die("unknown workload %s", workload);
-	run_until(w, nr, logical_pages * opt.warmup / 10);
+	run_until(&l, logical_pages * opt.warmup / 10, target);
 	read_counters(&a);
-	run_until(w, nr, logical_pages * opt.volume / 10);
+	run_until(&l, logical_pages * opt.volume / 10, target);
 	read_counters(&b);
-	for (i = 0; i < nr; i++)
-		stop_worker(&w[i]);
 	print_result(workload, policy, &a, &b);
+	if (l.mail)
+		free(m.ids);
+	if (l.db) {
+		close(d.table);
+		close(d.log);
+	}
 out:
 	if (umount(MNT))
 		die("umount: %s", strerror(errno));
