@@ -109,9 +109,7 @@ do_bench() {
 	do_prepare
 	warmup=$(bench_tenths "${BLKCTX_BENCH_WARMUP:-2}")
 	volume=$(bench_tenths "${BLKCTX_BENCH_VOLUME:-2}")
-	say "bench: building the x86_64 kernel"
-	kunit_py x86_64 build >"$BUILD/kunit-x86_64-build.log" 2>&1 ||
-		{ tail -20 "$BUILD/kunit-x86_64-build.log" >&2; die "bench: the kernel does not build"; }
+	kunit_build x86_64 bench
 	append="mmc_emu.size_mb=${BLKCTX_BENCH_CARD:-64}"
 	append+=" mmc_emu.ftl_block_kb=${BLKCTX_BENCH_BLOCK:-256}"
 	append+=" mmc_emu.ftl_op_percent=${BLKCTX_BENCH_OP:-7}"

@@ -721,17 +721,3 @@ guest_arch() {
 	GUEST_SKIPPED=$((GUEST_SKIPPED + s))
 	[ "$f" -ne 0 ] || GUEST_ARCH_OK=1
 }
-
-# do_selftests [ARCH...]: every selftest target in a guest of each
-# architecture (default: $ARCHES), booting $BUILD/$GUEST_BUILD-ARCH.
-do_selftests() {
-	local arch rc=0
-	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
-	# shellcheck disable=SC2048
-	for arch in ${*:-$ARCHES}; do
-		guest_arch "$arch"
-		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-	done
-	echo "selftests: $GUEST_PASSED passed, $GUEST_FAILED failed, $GUEST_SKIPPED skipped"
-	return $rc
-}

@@ -106,15 +106,20 @@ do_test() {
 	return $rc
 }
 
+# kunit_build ARCH WHO: build the KUnit kernel that WHO's guest boots.
+kunit_build() {
+	local log=$BUILD/kunit-$1-build.log
+	say "$2: building the $1 kernel"
+	kunit_py "$1" build >"$log" 2>&1 || { tail -20 "$log" >&2; die "$2: the kernel does not build"; }
+}
+
 # The main job: boot the patched kernel with the emulated eMMC, make ext4,
 # write files and show, from the card's log, which context each landed in.
 do_demo() {
 	local log=$BUILD/selftests-x86_64-demo.log
 	do_setup
 	do_prepare
-	say "demo: building the x86_64 kernel"
-	kunit_py x86_64 build >"$BUILD/kunit-x86_64-build.log" 2>&1 ||
-		{ tail -20 "$BUILD/kunit-x86_64-build.log" >&2; die "demo: the kernel does not build"; }
+	kunit_build x86_64 demo
 	GUEST_LOG_SUFFIX=-demo BLKCTX_SELFTEST_TARGETS="demo=$REPO/tools/guest/demo" \
 		guest_arch x86_64 >/dev/null
 	# /init indents what a test prints by four spaces
