@@ -146,12 +146,16 @@ bench_guest() {
 	[ "$GUEST_ARCH_OK" -eq 1 ] || die "bench: the guest run failed; see $BUILD/selftests-x86_64$suffix.log"
 }
 
-# bench_counts LOG POLICY: "workload requests merges" for each of POLICY's runs.
+# bench_counts LOG POLICY: "workload requests merges" for each of POLICY's
+# runs, and "seq-file commands -" for the card's writes of seq's own file.
 bench_counts() {
 	tr -d '\r' <"$1" | sed -n 's/^ *\(# *\)\{0,1\}ctxbench: workload=/workload=/p' |
 		awk -v want="$2" '{
+			delete v
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-			if (v["policy"] == want) print v["workload"], v["write_requests"], v["write_merges"]
+			if (v["policy"] != want) next
+			print v["workload"], v["write_requests"], v["write_merges"]
+			if (v["file_writes"] != "") print v["workload"] "-file", v["file_writes"], "-"
 		}'
 }
 
@@ -177,21 +181,24 @@ bench_requests_table() {
 		k = $1 SUBSEP c
 		if (!(k in rlo) || $2 < rlo[k]) rlo[k] = $2
 		if (!(k in rhi) || $2 > rhi[k]) rhi[k] = $2
+		if ($3 == "-") next
 		if (!(k in mlo) || $3 < mlo[k]) mlo[k] = $3
 		if (!(k in mhi) || $3 > mhi[k]) mhi[k] = $3
 	}
 	END {
 		for (t = 1; t <= 2; t++) {
-			printf "%-6s", t == 1 ? "writes" : "merges"
+			printf "%-8s", t == 1 ? "writes" : "merges"
 			for (j = 1; j <= c; j++) printf " %22s", title[j]
 			print ""
 			for (i = 1; i <= nw; i++) {
-				printf "%-6s", ws[i]
+				has = 0
+				for (j = 1; j <= c; j++) if ((ws[i] SUBSEP j) in mlo) has = 1
+				if (t == 2 && !has) continue
+				printf "%-8s", ws[i]
 				for (j = 1; j <= c; j++) {
 					k = ws[i] SUBSEP j
-					if (!(k in rlo)) v = "-"
-					else if (t == 1) v = span(rlo[k], rhi[k])
-					else v = span(mlo[k], mhi[k])
+					if (t == 1) v = (k in rlo) ? span(rlo[k], rhi[k]) : "-"
+					else v = (k in mlo) ? span(mlo[k], mhi[k]) : "-"
 					printf " %22s", v
 				}
 				print ""

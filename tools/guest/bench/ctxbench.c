@@ -29,7 +29,8 @@
  *         of 4 deleted as a new one starts
  *   mix   mail and db in one process, taking turns step by step
  *   seq   one file of half the filesystem written sequentially, for the
- *         request and merge counts (no steady state: warmup is ignored)
+ *         request and merge counts (no steady state: warmup is ignored),
+ *         and the card's write commands of the file's own blocks
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +41,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -48,6 +52,9 @@
 #define DEV		"/dev/mmcblk0"
 #define MNT		"/tmp/bench"
 #define FTL		"/sys/kernel/debug/mmc_emu/ftl"
+#define EMU_LOG		"/sys/kernel/debug/mmc_emu/log"
+#define EMU_CLEAR	"/sys/kernel/debug/mmc_emu/clear"
+#define MAX_EXTENTS	256
 #define POLICY		"/sys/fs/ext4/mmcblk0/context_policy"
 #define DISKSTAT	"/sys/block/mmcblk0/stat"
 #define MAX_FILES	65536
@@ -330,31 +337,88 @@ static void run_until(struct load *l, unsigned long long pages,
 	} while (c.host_pages - start < pages);
 }
 
-static void seq_run(uint64_t seed)
+/*
+ * The card's write commands that touch the file's blocks, from its command
+ * log: how many requests the file's data became, whatever else the kernel
+ * wrote meanwhile (journal, metadata).
+ */
+static unsigned long long file_writes(int fd)
 {
-	unsigned long long size = fs_bytes / 2, off;
+	size_t size = sizeof(struct fiemap) + MAX_EXTENTS * sizeof(struct fiemap_extent);
+	struct fiemap *fm = calloc(1, size);
+	unsigned long long seq, start, count, n = 0;
+	char line[256], op[8];
+	unsigned int i;
+	FILE *f;
+
+	if (!fm)
+		die("out of memory");
+	fm->fm_length = FIEMAP_MAX_OFFSET;
+	fm->fm_flags = FIEMAP_FLAG_SYNC;
+	fm->fm_extent_count = MAX_EXTENTS;
+	if (ioctl(fd, FS_IOC_FIEMAP, fm))
+		die("FIEMAP: %s", strerror(errno));
+	if (fm->fm_mapped_extents == MAX_EXTENTS)
+		die("the file has more than %d extents", MAX_EXTENTS);
+	f = fopen(EMU_LOG, "r");
+	if (!f)
+		die("cannot read " EMU_LOG);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llu %7s %llu %llu", &seq, op, &start, &count) != 4 ||
+		    strcmp(op, "W"))
+			continue;
+		for (i = 0; i < fm->fm_mapped_extents; i++) {
+			unsigned long long first = fm->fm_extents[i].fe_physical / 512;
+			unsigned long long sectors = fm->fm_extents[i].fe_length / 512;
+
+			if (start < first + sectors && first < start + count) {
+				n++;
+				break;
+			}
+		}
+	}
+	fclose(f);
+	free(fm);
+	return n;
+}
+
+/* Returns the number of the card's write commands of the file's data. */
+static unsigned long long seq_run(uint64_t seed)
+{
+	unsigned long long size = fs_bytes / 2, off, n;
 	uint64_t rng = seed;
 	int fd = open(MNT "/seq", O_CREAT | O_TRUNC | O_WRONLY, 0600);
 
 	if (fd < 0)
 		die("create seq: %s", strerror(errno));
+	/* the log ring holds the last 4096 commands: plenty for one file */
+	write_string(EMU_CLEAR, "1");
 	for (off = 0; off < size; off += sizeof(buf))
 		write_all(fd, sizeof(buf), off, &rng);
-	if (fsync(fd) || close(fd))
+	if (fsync(fd))
 		die("fsync seq: %s", strerror(errno));
+	n = file_writes(fd);
+	if (close(fd))
+		die("close seq: %s", strerror(errno));
+	return n;
 }
 
+/* @file_writes: for seq, the card's write commands of the file's data */
 static void print_result(const char *workload, const char *policy,
-			 const struct counters *a, const struct counters *b)
+			 const struct counters *a, const struct counters *b,
+			 unsigned long long file_writes)
 {
 	unsigned long long host = b->host_pages - a->host_pages;
 	unsigned long long nand = b->nand_pages - a->nand_pages;
 	unsigned long long waf = host ? (nand * 1000 + host / 2) / host : 0;
 
-	printf("ctxbench: workload=%s policy=%s host_pages=%llu nand_pages=%llu gc_moved=%llu erases=%llu write_requests=%llu write_merges=%llu waf=%llu.%03llu\n",
+	printf("ctxbench: workload=%s policy=%s host_pages=%llu nand_pages=%llu gc_moved=%llu erases=%llu write_requests=%llu write_merges=%llu waf=%llu.%03llu",
 	       workload, policy, host, nand, b->gc_moved - a->gc_moved,
 	       b->erases - a->erases, b->write_reqs - a->write_reqs,
 	       b->write_merges - a->write_merges, waf / 1000, waf % 1000);
+	if (file_writes)
+		printf(" file_writes=%llu", file_writes);
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -364,7 +428,7 @@ static void run(const char *workload, const char *policy)
 {
 	struct load l = { NULL, NULL };
 	struct counters a, b;
-	unsigned long long target;
+	unsigned long long target, file_writes;
 	struct statvfs sv;
 	char name[64], options[64];
 	size_t len;
@@ -396,9 +460,9 @@ static void run(const char *workload, const char *policy)
 
 	read_counters(&a);
 	if (!strcmp(workload, "seq")) {
-		seq_run(opt.seed);
+		file_writes = seq_run(opt.seed);
 		read_counters(&b);
-		print_result(workload, policy, &a, &b);
+		print_result(workload, policy, &a, &b, file_writes);
 		goto out;
 	}
 	if (!strcmp(workload, "mail") || !strcmp(workload, "mix")) {
@@ -415,7 +479,7 @@ static void run(const char *workload, const char *policy)
 	read_counters(&a);
 	run_until(&l, logical_pages * opt.volume / 10, target);
 	read_counters(&b);
-	print_result(workload, policy, &a, &b);
+	print_result(workload, policy, &a, &b, 0);
 	if (l.mail)
 		free(m.ids);
 	if (l.db) {
