@@ -69,16 +69,19 @@ bench_caption() {
 
 # bench_plot TABLE PNG: WAF per policy, a group of bars per workload.
 bench_plot() {
-	local table=$1 png=$2 data cols
+	local table=$1 png=$2 data cols plain
 	command -v gnuplot >/dev/null || { say "bench: no gnuplot, no plot"; return 0; }
 	data=$(mktemp)
-	# a matrix: a row per workload, a column per policy
+	# a matrix: a row per workload, a column per policy, the policies
+	# without +journal first
 	awk '!/^#/ && NR > 2 && $1 != "seq" {
 		if (!(($1) in seenw)) { seenw[$1] = 1; ws[++nw] = $1 }
-		if (!(($2) in seenp)) { seenp[$2] = 1; ps[++np] = $2 }
+		if (!(($2) in seenp)) { seenp[$2] = 1; all[++na] = $2 }
 		waf[$1, $2] = $3
 	}
 	END {
+		for (j = 1; j <= na; j++) if (all[j] !~ /[+]journal$/) ps[++np] = all[j]
+		for (j = 1; j <= na; j++) if (all[j] ~ /[+]journal$/) ps[++np] = all[j]
 		printf "load"; for (j = 1; j <= np; j++) printf " %s", ps[j]; print ""
 		for (i = 1; i <= nw; i++) {
 			printf "%s", ws[i]
@@ -87,6 +90,7 @@ bench_plot() {
 		}
 	}' "$table" >"$data"
 	cols=$(head -1 "$data" | wc -w)
+	plain=$(head -1 "$data" | tr ' ' '\n' | tail -n +2 | grep -cv '+journal$' || true)
 	gnuplot <<PLOT || say "bench: gnuplot failed"
 set terminal pngcairo size 1280,600 font ",10" noenhanced
 set output "$png"
@@ -99,7 +103,12 @@ set key outside right autotitle columnheader
 set datafile missing "?"
 set yrange [0:*]
 set grid ytics
-plot for [i=2:$cols] "$data" using i:xtic(1), 1 with lines dt 2 lc rgb "black" title "limit (1.0)"
+# one colour per policy; with journal_context the same colour, hatched
+colors = "#1b9e77 #d95f02 #7570b3 #e7298a #66a61e #e6ab02 #a6761d #666666 #1f78b4 #b2df8a"
+plain = $plain
+plot for [i=2:plain+1] "$data" using i:xtic(1) lc rgb word(colors, (i - 2) % 10 + 1), \
+	for [i=plain+2:$cols] "$data" using i lc rgb word(colors, (i - plain - 2) % 10 + 1) fs pattern 4 border, \
+	1 with lines dt 2 lc rgb "black" title "limit (1.0)"
 PLOT
 	rm -f "$data"
 }
