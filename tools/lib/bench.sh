@@ -27,10 +27,17 @@ bench_tenths() {
 		die "bench: $1 is not a number of card sizes like 2 or 2.5"
 }
 
+# bench_lines LOG KEY: ctxbench's lines of the guest's console LOG that
+# start with KEY= (workload= for results, seed= for the parameters), without
+# the console's carriage returns and the indentation or "#" of the runner.
+bench_lines() {
+	tr -d '\r' <"$1" | sed -n "s/^ *\(# *\)\{0,1\}ctxbench: \($2=\)/\2/p"
+}
+
 # bench_table LOG: the result lines of LOG as a table, one row per workload
 # and policy, with WAF - 1 against the no-context baseline.
 bench_table() {
-	tr -d '\r' <"$1" | sed -n 's/^ *# *ctxbench: workload=/workload=/p; s/^ *ctxbench: workload=/workload=/p' |
+	bench_lines "$1" workload |
 		awk '
 		{
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
@@ -158,7 +165,7 @@ bench_guest() {
 # bench_counts LOG POLICY: "workload requests merges" for each of POLICY's
 # runs, and "seq-file commands -" for the card's writes of seq's own file.
 bench_counts() {
-	tr -d '\r' <"$1" | sed -n 's/^ *\(# *\)\{0,1\}ctxbench: workload=/workload=/p' |
+	bench_lines "$1" workload |
 		awk -v want="$2" '{
 			delete v
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
@@ -240,7 +247,7 @@ do_bench() {
 		log=$BUILD/selftests-x86_64-bench.log
 		bench_guest kunit -bench "$policies"
 		{
-			echo "# $(tr -d '\r' <"$log" | sed -n 's/^ *# *ctxbench: \(seed=.*\)$/\1/p; s/^ *ctxbench: \(seed=.*\)$/\1/p' | head -1)"
+			echo "# $(bench_lines "$log" seed | head -1)"
 			bench_table "$log"
 		} >"$out/table.txt"
 		cp "$log" "$out/guest.log"
