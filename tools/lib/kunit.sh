@@ -7,26 +7,31 @@ kunit_args() {
 	local arch=$1
 	echo --arch="$arch" --kunitconfig="$REPO/kunitconfig" \
 		--qemu_config="$REPO/qemu_configs/$arch.py" \
-		--build_dir="$BUILD/kunit-$arch" --jobs="$JOBS"
+		--build_dir="$BUILD/kunit-$arch"
 	[ -z "${arch_cc[$arch]}" ] || echo --cross_compile="${arch_cc[$arch]}"
 }
 
 kunit_py() {
 	local arch=$1 sub=$2
+	local -a jobs=()
 	shift 2
+	# only run and build take --jobs
+	case $sub in run | build) jobs=(--jobs="$JOBS") ;; esac
 	mkdir -p "$BUILD/kunit-$arch"
 	# shellcheck disable=SC2046
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py "$sub" $(kunit_args "$arch") \
-		--make_options "CC=ccache ${arch_cc[$arch]}gcc" "$@")
+		"${jobs[@]}" --make_options "CC=ccache ${arch_cc[$arch]}gcc" "$@")
 }
 
-# kunit_config ARCH FILE: the .config kunit.py builds for ARCH.
+# kunit_config ARCH FILE: the .config kunit.py builds for ARCH, made again
+# when kunitconfig or the QEMU config is newer.
 kunit_config() {
-	local arch=$1 file=$2
-	if [ ! -f "$BUILD/kunit-$arch/.config" ]; then
+	local arch=$1 file=$2 config=$BUILD/kunit-$1/.config
+	if [ ! -f "$config" ] || [ "$REPO/kunitconfig" -nt "$config" ] ||
+		[ "$REPO/qemu_configs/$arch.py" -nt "$config" ]; then
 		kunit_py "$arch" config >/dev/null
 	fi
-	cp "$BUILD/kunit-$arch/.config" "$file"
+	cp "$config" "$file"
 }
 
 KUNIT_PASSED=0
