@@ -64,7 +64,7 @@ kunit_arch() {
 do_kunit() {
 	local arch rc=0
 	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
-	for arch in ${*:-$ARCHES}; do
+	for arch in $(arch_list "$@"); do
 		kunit_arch "$arch" || rc=1
 	done
 	echo "kunit: $KUNIT_PASSED passed, $KUNIT_FAILED failed, $KUNIT_SKIPPED skipped"
@@ -77,7 +77,7 @@ do_kunit() {
 do_selftests_both() {
 	local arch rc=0
 	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
-	for arch in ${*:-$ARCHES}; do
+	for arch in $(arch_list "$@"); do
 		GUEST_LOG_SUFFIX="" guest_arch "$arch"
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
 		# mmc_test does not look at contexts: once per architecture is enough

@@ -26,6 +26,15 @@ do_setup() {
 	guest_setup
 }
 
+# arch_list [ARCH...]: the architectures given, or all of them.
+arch_list() {
+	if [ $# -gt 0 ]; then
+		echo "$@"
+	else
+		echo "$ARCHES"
+	fi
+}
+
 # Patch files in series order: series/, kunit/, selftests/; the cover letter is not a patch.
 patch_files() {
 	local d
@@ -304,7 +313,7 @@ do_pahole() {
 	local arch s fail=0 a b o
 	command -v pahole >/dev/null || die "pahole not found: run tools/blkctx setup"
 	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
-	for arch in ${*:-$ARCHES}; do
+	for arch in $(arch_list "$@"); do
 		pahole_ready "$arch"
 		for s in bio request; do
 			for o in $PAHOLE_OBJECTS; do
@@ -344,7 +353,7 @@ warning_set() {
 do_warnings() {
 	local arch objs f fail=0 wt=$CACHE/pristine-wt new
 	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
-	for arch in ${*:-$ARCHES}; do
+	for arch in $(arch_list "$@"); do
 		pahole_ready "$arch"
 		objs=""
 		for f in $(tgit diff --name-only --diff-filter=AM pristine..HEAD -- '*.c'); do
