@@ -79,6 +79,7 @@ bench_plot() {
 	local table=$1 png=$2 data cols plain
 	command -v gnuplot >/dev/null || { say "bench: no gnuplot, no plot"; return 0; }
 	data=$(mktemp)
+	cleanup_add "$data"
 	# a matrix: a row per workload, a column per policy, the policies
 	# without +journal first
 	awk '!/^#/ && NR > 2 && $1 != "seq" {
@@ -183,6 +184,7 @@ bench_requests_table() {
 	for col in "$@"; do
 		IFS='|' read -r title policy logs <<<"$col"
 		files+=("$(mktemp)")
+		cleanup_add "${files[$n]}"
 		{
 			echo "$title"
 			for log in $logs; do bench_counts "$log" "$policy"; done

@@ -285,7 +285,10 @@ guest_applets() {
 			die "guest: cannot download busybox for $hostarch to list its applets"
 		bb=$(cd "$debs/host" && ls busybox_*.deb)
 	fi
-	tmp=$(mktemp -d)
+	# this runs in <(...), where a mktemp directory could not be cleaned up
+	# on exit; the cache's lock keeps this one to one run at a time
+	tmp=$debs/host/x
+	rm -rf "$tmp"
 	dpkg-deb -x "$debs/host/$bb" "$tmp"
 	"$tmp/bin/busybox" --list-full
 	rm -rf "$tmp"
@@ -577,7 +580,9 @@ guest_boot() {
 	esac
 	mkdir -p "$(dirname "$log")"
 	echo "# ${qemu[*]}" >"$log"
-	timeout -k 10 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null >>"$log" 2>&1 || rc=$?
+	# --foreground: qemu stays in the terminal's process group, so that
+	# Ctrl-C reaches it (the INT trap then stops the command)
+	timeout --foreground -k 10 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null >>"$log" 2>&1 || rc=$?
 	return $rc
 }
 

@@ -59,6 +59,7 @@ make_pristine() {
 	[ -f "$TARBALL" ] || die "$TARBALL not found: run tools/blkctx setup"
 	local tmp=$CACHE/linux.tmp
 	rm -rf "$tmp"
+	cleanup_add "$tmp"
 	mkdir -p "$tmp"
 	say "prepare: extracting $TARBALL"
 	tar -xJf "$TARBALL" -C "$tmp" --strip-components=1
@@ -147,6 +148,7 @@ do_export() {
 		dirs+=("$d")
 	done < <(tgit log --reverse --format=%s pristine..HEAD)
 	rm -rf "$out"
+	cleanup_add "$out"
 	mkdir -p "$out"
 	tgit -c core.abbrev=12 format-patch -q --zero-commit --no-signature -N --no-renames \
 		-o "$out" pristine..HEAD
