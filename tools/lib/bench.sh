@@ -22,9 +22,10 @@
 #   BLKCTX_BENCH_SEED       [1]
 #   BLKCTX_BENCH_OUT        where the table and plot go [$BUILD/bench]
 
+# bench_tenths N: N card sizes in tenths; false when N is no such number
+# (it runs inside $(...): it never dies).
 bench_tenths() {
-	awk -v v="$1" 'BEGIN { if (v !~ /^[0-9]+(\.[0-9])?$/) exit 1; printf "%d", v * 10 + 0.5 }' ||
-		die "bench: $1 is not a number of card sizes like 2 or 2.5"
+	awk -v v="$1" 'BEGIN { if (v !~ /^[0-9]+(\.[0-9])?$/) exit 1; printf "%d", v * 10 + 0.5 }'
 }
 
 # bench_lines LOG KEY: ctxbench's lines of the guest's console LOG that
@@ -230,14 +231,16 @@ bench_requests_table() {
 do_bench() {
 	local out=${BLKCTX_BENCH_OUT:-$BUILD/bench} log policies p with="" i
 	local repeat=${BLKCTX_BENCH_REPEAT:-3} pristine="" plain="" contexts=""
+	BENCH_WARMUP=$(bench_tenths "${BLKCTX_BENCH_WARMUP:-2}") ||
+		die "bench: BLKCTX_BENCH_WARMUP=${BLKCTX_BENCH_WARMUP:-} is not a number of card sizes like 2 or 2.5"
+	BENCH_VOLUME=$(bench_tenths "${BLKCTX_BENCH_VOLUME:-2}") ||
+		die "bench: BLKCTX_BENCH_VOLUME=${BLKCTX_BENCH_VOLUME:-} is not a number of card sizes like 2 or 2.5"
 	do_setup
 	if ! command -v gnuplot >/dev/null && [ "$(id -u)" -eq 0 ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gnuplot-nox >&2 ||
 			say "bench: cannot install gnuplot-nox; the table comes without a plot"
 	fi
 	do_prepare
-	BENCH_WARMUP=$(bench_tenths "${BLKCTX_BENCH_WARMUP:-2}")
-	BENCH_VOLUME=$(bench_tenths "${BLKCTX_BENCH_VOLUME:-2}")
 	kunit_build x86_64 bench
 	mkdir -p "$out"
 	if [ "${BLKCTX_BENCH_WAF:-1}" = 1 ]; then

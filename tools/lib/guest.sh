@@ -124,6 +124,7 @@ guest_pkg_infos() {
 # guest_resolve DARCH PKG...: every package PKG needs, Depends and Pre-Depends
 # followed recursively (the first alternative that exists), as sorted lines
 # "name version architecture". One apt-cache call per level of dependencies.
+# It runs inside $(...): on failure it says why and returns 1, never dies.
 guest_resolve() {
 	local darch=$1 g n pick name version arch deps
 	shift
@@ -151,7 +152,10 @@ guest_resolve() {
 					break
 				fi
 			done
-			[ -n "$pick" ] || die "guest: no $darch package provides $g"
+			if [ -z "$pick" ]; then
+				say "guest: no $darch package provides $g"
+				return 1
+			fi
 			[ -z "${seen[$pick]:-}" ] || continue
 			seen[$pick]=1
 			found+=("$pick ${rec[$pick]}")
@@ -185,6 +189,7 @@ guest_fetch() {
 	local -a want=() keep=()
 	mkdir -p "$dir"
 	while read -r name version arch; do
+		[ -n "$arch" ] || die "guest: no package to fetch in \"$name $version\""
 		f=$(guest_deb_file "$name" "$version" "$arch")
 		keep+=("$f")
 		[ -f "$dir/$f" ] || want+=("$name:$arch=$version")
@@ -206,12 +211,16 @@ guest_fetch() {
 }
 
 # guest_real ROOT PATH: PATH (relative to ROOT) with every symlink resolved
-# inside ROOT, relative to ROOT.
+# inside ROOT, relative to ROOT; false when it does not exist (it runs inside
+# $(...): it never dies).
 guest_real() {
 	local root=$1 path=${2#/} n=0 link
 	while [ -L "$root/$path" ]; do
 		n=$((n + 1))
-		[ $n -le 40 ] || die "guest: symlink loop at $path"
+		if [ $n -gt 40 ]; then
+			say "guest: symlink loop at $path"
+			return 1
+		fi
 		link=$(readlink "$root/$path")
 		case $link in
 		/*) path=${link#/} ;;
@@ -294,6 +303,29 @@ guest_applets() {
 	rm -rf "$tmp"
 }
 
+# guest_resolved FILE KEY DARCH: set GUEST_RESOLVED to the packages of the
+# root, as guest_resolve prints them, from FILE when its first line is KEY.
+# Only a resolution that worked is written to FILE: a failed one, cached,
+# would fail every later run until apt's lists change.
+guest_resolved() {
+	local file=$1 key=$2 darch=$3
+	GUEST_RESOLVED=""
+	if [ "$(head -1 "$file" 2>/dev/null)" = "$key" ]; then
+		GUEST_RESOLVED=$(tail -n +2 "$file")
+		# every line "name version architecture", or resolve again
+		if [ -n "$GUEST_RESOLVED" ] &&
+			! awk 'NF != 3 { bad = 1 } END { exit !bad }' <<<"$GUEST_RESOLVED"; then
+			return 0
+		fi
+	fi
+	# shellcheck disable=SC2086
+	GUEST_RESOLVED=$(guest_resolve "$darch" $GUEST_DEBS) ||
+		die "guest: cannot resolve the $darch packages $GUEST_DEBS and their dependencies"
+	[ -n "$GUEST_RESOLVED" ] || die "guest: resolving $GUEST_DEBS for $darch gave no package"
+	printf '%s\n%s\n' "$key" "$GUEST_RESOLVED" >"$file.tmp"
+	mv "$file.tmp" "$file"
+}
+
 # guest_rootfs ARCH: the guest root in $GUEST_DIR/ARCH/root.
 guest_rootfs() {
 	local arch=$1 darch=${guest_deb_arch[$1]:-} dir=$GUEST_DIR/$1 list manifest key f p
@@ -303,13 +335,8 @@ guest_rootfs() {
 	key=$({ echo "$darch $GUEST_DEBS"; stat -c '%n %s %Y' /var/lib/apt/lists/*Packages* \
 		/etc/apt/preferences /etc/apt/preferences.d/* 2>/dev/null || true; } | sha256sum)
 	mkdir -p "$dir"
-	if [ "$(head -1 "$dir/resolved" 2>/dev/null)" = "$key" ]; then
-		list=$(tail -n +2 "$dir/resolved")
-	else
-		# shellcheck disable=SC2086
-		list=$(guest_resolve "$darch" $GUEST_DEBS)
-		printf '%s\n%s\n' "$key" "$list" >"$dir/resolved"
-	fi
+	guest_resolved "$dir/resolved" "$key" "$darch"
+	list=$GUEST_RESOLVED
 	manifest=$(printf 'format %s\nprogs %s\nfiles %s\n%s\n' "$GUEST_ROOT_FORMAT" \
 		"$GUEST_PROGS" "$GUEST_FILES" "$list")
 	if [ -d "$dir/root" ] && [ "$(cat "$dir/root.manifest" 2>/dev/null)" = "$manifest" ]; then
@@ -332,7 +359,8 @@ guest_rootfs() {
 	done
 	for f in $GUEST_FILES; do
 		mkdir -p "$r/$(dirname "$f")"
-		cp "$dir/pkgs/$(guest_real "$dir/pkgs" "$f")" "$r/$f" || die "guest: no $f"
+		p=$(guest_real "$dir/pkgs" "$f") || die "guest: no $f in the packages"
+		cp "$dir/pkgs/$p" "$r/$f" || die "guest: cannot copy $f"
 	done
 	# busybox for every applet no real program stands for (busybox has a
 	# mke2fs of its own)
@@ -374,7 +402,8 @@ guest_targets() {
 
 # guest_src ARCH: $GUEST_DIR/ARCH/src, $TREE seen through symlinks down to
 # tools/testing/selftests, where each out-of-tree target is copied, so that
-# kselftest's own Makefiles build it as if it were in the tree.
+# kselftest's own Makefiles build it as if it were in the tree. Prints
+# nothing: the selftests are in $GUEST_DIR/ARCH/src/tools/testing/selftests.
 guest_src() {
 	local arch=$1 src=$GUEST_DIR/$1/src name dir rel e f
 	rm -rf "$src"
@@ -402,7 +431,6 @@ guest_src() {
 			;;
 		esac
 	done < <(guest_targets)
-	echo "$src/$rel"
 }
 
 # guest_selftests ARCH DEST: build the targets statically with kselftest's
@@ -421,10 +449,13 @@ guest_selftests() {
 	# kselftest includes the UAPI headers of the tree from $O/usr/include
 	"${kmake[@]}" -s headers_install >"$ksft/headers.log" 2>&1 ||
 		{ tail -20 "$ksft/headers.log" >&2; die "guest: headers_install for $arch failed"; }
+	# here, where its die stops the command, before its use in <(...)
+	guest_targets >/dev/null
 	while read -r name dir; do
 		targets+=" $name"
 	done < <(guest_targets)
-	selftests=$(guest_src "$arch")
+	guest_src "$arch"
+	selftests=$GUEST_DIR/$arch/src/tools/testing/selftests
 	rm -rf "$dest" "$ksft/kselftest"
 	# shellcheck disable=SC2086
 	if ! make -C "$selftests" O="$ksft" "${smake[@]}" TARGETS="${targets# }" \
@@ -546,7 +577,13 @@ guest_initramfs() {
 	cp -a "$GUEST_DIR/$arch/root/." "$stage/" || die "guest: cannot copy the root"
 	guest_selftests "$arch" "$stage/kselftest"
 	guest_init | sed -e "s|@TEST_TIMEOUT@|$GUEST_TEST_TIMEOUT|" \
-		-e "s|@SENTINEL@|$GUEST_SENTINEL|" >"$stage/init"
+		-e "s|@SENTINEL@|$GUEST_SENTINEL|" >"$stage/init" ||
+		die "guest: cannot write $stage/init"
+	# a truncated /init would look like a guest that crashed
+	if ! grep -qxF "echo \"$GUEST_SENTINEL\"" "$stage/init" ||
+		[ "$(tail -1 "$stage/init")" != "reboot -f" ]; then
+		die "guest: $stage/init is incomplete"
+	fi
 	chmod 755 "$stage/init"
 	mkdir -p "$(dirname "$out")"
 	(set -o pipefail && cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
@@ -681,6 +718,8 @@ guest_arch() {
 		GUEST_FAILED=$((GUEST_FAILED + 1))
 		return 0
 	fi
+	# here, where its die stops the command, before its use in <(...)
+	guest_targets >/dev/null
 	mapfile -t dirs < <(guest_targets | cut -d' ' -f2-)
 	missing=$(guest_check_kconfig "$kdir/.config" "$arch" "${dirs[@]}")
 	if [ -n "$missing" ]; then
