@@ -696,10 +696,54 @@ guest_check_kconfig() {
 	echo "${missing# }"
 }
 
+# guest_judge ARCH LOG STATUS: count the console LOG of a boot that qemu
+# ended with STATUS into GUEST_P, GUEST_F and GUEST_S; a guest that stopped
+# before the sentinel, or did not stop by itself, or ran no test, is one
+# failure more, explained.
+guest_judge() {
+	local arch=$1 log=$2 rc=$3 sentinel=0 counts p f s last panic
+	# no grep -q: the pipe would fail when grep stops reading early
+	if tr -d '\r' <"$log" | grep -xF "$GUEST_SENTINEL" >/dev/null; then
+		sentinel=1
+	fi
+	counts=$(guest_ktap "$log" $sentinel)
+	read -r p f s <<<"$(head -1 <<<"$counts")"
+	tail -n +2 <<<"$counts" | sed "s/^FAIL /selftests: $arch: FAILED /" >&2
+	if [ $sentinel -eq 0 ]; then
+		last=$(tr -d '\r' <"$log" | sed -n 's/^# selftests: \(.*\): \(.*\)$/\1:\2/p' | tail -1)
+		[ -z "$last" ] || say "selftests: $arch: the last test to start was $last"
+		panic=$(tr -d '\r' <"$log" | grep -m1 'Kernel panic' || true)
+		[ -z "$panic" ] || say "selftests: $arch: ${panic#*] }"
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			say "selftests: $arch: the guest did not finish in ${GUEST_TIMEOUT}s (a hang?): killed it"
+		else
+			say "selftests: $arch: the guest stopped before the end of the tests (a crash? qemu status $rc)"
+		fi
+		tail -n 15 "$log" | tr -d '\r' | sed 's/^/    /' >&2
+		f=$((f + 1))
+	elif [ "$rc" -ne 0 ]; then
+		say "selftests: $arch: the guest ran every test but did not stop by itself (qemu status $rc)"
+		f=$((f + 1))
+	elif [ $((p + f + s)) -eq 0 ]; then
+		say "selftests: $arch: ran no test"
+		f=$((f + 1))
+	fi
+	GUEST_P=$p GUEST_F=$f GUEST_S=$s
+}
+
 GUEST_PASSED=0
 GUEST_FAILED=0
 GUEST_SKIPPED=0
 GUEST_ARCH_OK=0
+
+# guest_count PASSED FAILED SKIPPED: add one boot's counts to the totals, and
+# report them to a "tools/blkctx test" that runs this.
+guest_count() {
+	GUEST_PASSED=$((GUEST_PASSED + $1))
+	GUEST_FAILED=$((GUEST_FAILED + $2))
+	GUEST_SKIPPED=$((GUEST_SKIPPED + $3))
+	report_counts selftests "$@"
+}
 
 # guest_arch ARCH: build the initramfs, boot, count; add to the totals and
 # set GUEST_ARCH_OK. It returns 0 even on failure, so that "set -e" keeps
@@ -707,15 +751,15 @@ GUEST_ARCH_OK=0
 guest_arch() {
 	local arch=$1 kdir=$BUILD/$GUEST_BUILD-$1
 	local log=$BUILD/selftests-$1${GUEST_LOG_SUFFIX:-}.log
-	local initrd=$GUEST_DIR/$1/initramfs.cpio.gz kernel counts missing
-	local rc=0 start p f s t0 sentinel=0 last lock panic
+	local initrd=$GUEST_DIR/$1/initramfs.cpio.gz kernel missing
+	local rc=0 start p f s t0 lock
 	local -a dirs
 	GUEST_ARCH_OK=0
 	kernel=$kdir/${guest_image[$arch]:-}
 	t0=$(date +%s)
 	if [ ! -f "$kernel" ]; then
 		say "selftests: $arch: no kernel $kernel (tools/blkctx kunit $arch builds it)"
-		GUEST_FAILED=$((GUEST_FAILED + 1))
+		guest_count 0 1 0
 		return 0
 	fi
 	# here, where its die stops the command, before its use in <(...)
@@ -724,7 +768,7 @@ guest_arch() {
 	missing=$(guest_check_kconfig "$kdir/.config" "$arch" "${dirs[@]}")
 	if [ -n "$missing" ]; then
 		say "selftests: $arch: $kdir/.config lacks $missing (add them to kunitconfig, or qemu_configs/$arch.py for one architecture, and run tools/blkctx kunit $arch)"
-		GUEST_FAILED=$((GUEST_FAILED + 1))
+		guest_count 0 1 0
 		return 0
 	fi
 	# one run per architecture at a time: the machine's users share $CACHE
@@ -735,33 +779,11 @@ guest_arch() {
 	start=$(date +%s)
 	say "selftests: booting $arch (log: $log, timeout ${GUEST_TIMEOUT}s)"
 	guest_boot "$arch" "$kernel" "$initrd" "$log" || rc=$?
+	guest_judge "$arch" "$log" "$rc"
+	p=$GUEST_P f=$GUEST_F s=$GUEST_S
+	# the log read, the next run may boot
 	exec {lock}>&-
-	tr -d '\r' <"$log" | grep -qxF "$GUEST_SENTINEL" && sentinel=1
-	counts=$(guest_ktap "$log" $sentinel)
-	read -r p f s <<<"$(head -1 <<<"$counts")"
-	tail -n +2 <<<"$counts" | sed "s/^FAIL /selftests: $arch: FAILED /" >&2
-	if [ $sentinel -eq 0 ]; then
-		last=$(tr -d '\r' <"$log" | sed -n 's/^# selftests: \(.*\): \(.*\)$/\1:\2/p' | tail -1)
-		[ -z "$last" ] || say "selftests: $arch: the last test to start was $last"
-		panic=$(tr -d '\r' <"$log" | grep -m1 'Kernel panic' || true)
-		[ -z "$panic" ] || say "selftests: $arch: ${panic#*] }"
-		if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-			say "selftests: $arch: the guest did not finish in ${GUEST_TIMEOUT}s (a hang?): killed it"
-		else
-			say "selftests: $arch: the guest stopped before the end of the tests (a crash? qemu status $rc)"
-		fi
-		tail -n 15 "$log" | tr -d '\r' | sed 's/^/    /' >&2
-		f=$((f + 1))
-	elif [ $rc -ne 0 ]; then
-		say "selftests: $arch: the guest ran every test but did not stop by itself (qemu status $rc)"
-		f=$((f + 1))
-	elif [ $((p + f + s)) -eq 0 ]; then
-		say "selftests: $arch: ran no test"
-		f=$((f + 1))
-	fi
 	echo "selftests: $arch: $p passed, $f failed, $s skipped (initramfs $((start - t0))s, boot and run $(($(date +%s) - start))s)"
-	GUEST_PASSED=$((GUEST_PASSED + p))
-	GUEST_FAILED=$((GUEST_FAILED + f))
-	GUEST_SKIPPED=$((GUEST_SKIPPED + s))
+	guest_count "$p" "$f" "$s"
 	[ "$f" -ne 0 ] || GUEST_ARCH_OK=1
 }

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# KUnit through the tree's own kunit.py, one build directory per architecture.
+# KUnit through the tree's own kunit.py, one build directory per architecture;
+# and the commands that run several steps: test and demo.
 
 declare -A arch_cc=([x86_64]="" [arm]="arm-linux-gnueabihf-")
 
@@ -34,6 +35,55 @@ kunit_config() {
 	cp "$config" "$file"
 }
 
+# kunit_counts JSON STATUS: count the results kunit.py wrote in JSON
+# (--json=FILE) and exited with STATUS. A crashed case ("ERROR") counts as
+# failed, and so does a run with no case, no JSON (the build failed), or a
+# failing status that no case explains (kunit.py's parse errors). Prints
+# "passed failed skipped", then "FAIL what" per failure.
+kunit_counts() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+path, status = sys.argv[1], int(sys.argv[2])
+p = f = s = 0
+fails = []
+def walk(group, prefix):
+    global p, f, s
+    name = group.get("name", "")
+    prefix = prefix + [name] if name and name != "KUnit Test Group" else prefix
+    for case in group.get("test_cases", []):
+        st = case.get("status")
+        what = ".".join(prefix + [case.get("name") or "(a case that never reported)"])
+        if st == "PASS":
+            p += 1
+        elif st == "SKIP":
+            s += 1
+        else:
+            f += 1
+            fails.append(what + (" (crashed)" if st == "ERROR" else ""))
+    for sub in group.get("sub_groups", []):
+        walk(sub, prefix)
+try:
+    with open(path) as fh:
+        walk(json.load(fh), [])
+except (OSError, ValueError) as e:
+    f += 1
+    fails.append("kunit.py wrote no results (the build or the boot failed?)")
+else:
+    if p + f + s == 0:
+        f += 1
+        fails.append("kunit.py ran no test")
+    elif p == 0 and f == 0:
+        f += 1
+        fails.append("every case skipped")
+    elif status != 0 and f == 0:
+        f += 1
+        fails.append("kunit.py failed (status %d) with every case passed: see its errors" % status)
+print(p, f, s)
+for what in fails:
+    print("FAIL", what)
+PY
+}
+
 KUNIT_PASSED=0
 KUNIT_FAILED=0
 KUNIT_SKIPPED=0
@@ -41,24 +91,22 @@ KUNIT_SKIPPED=0
 # Run every suite on one architecture and add its counts to the totals.
 kunit_arch() {
 	local arch=$1
-	local log=$BUILD/kunit-$arch.log rc=0 summary
+	local log=$BUILD/kunit-$arch.log json=$BUILD/kunit-$arch.json rc=0 counts p f s
 	say "kunit: $arch (log: $log)"
 	mkdir -p "$BUILD"
-	kunit_py "$arch" run 2>&1 | tee "$log" || rc=$?
-	summary=$(sed -n 's/.*Ran \([0-9]*\) tests: \(.*\)/\2/p' "$log" | tail -1)
-	local passed failed skipped
-	passed=$(sed -n 's/.*passed: \([0-9]*\).*/\1/p' <<<"$summary")
-	failed=$(sed -n 's/.*failed: \([0-9]*\).*/\1/p' <<<"$summary")
-	skipped=$(sed -n 's/.*skipped: \([0-9]*\).*/\1/p' <<<"$summary")
-	if [ -z "$summary" ] || [ "${passed:-0}" -eq 0 ]; then
-		say "kunit: $arch ran no test"
-		KUNIT_FAILED=$((KUNIT_FAILED + 1))
-		return 1
-	fi
-	KUNIT_PASSED=$((KUNIT_PASSED + ${passed:-0}))
-	KUNIT_FAILED=$((KUNIT_FAILED + ${failed:-0}))
-	KUNIT_SKIPPED=$((KUNIT_SKIPPED + ${skipped:-0}))
-	[ "$rc" -eq 0 ] && [ "${failed:-0}" -eq 0 ]
+	rm -f "$json"
+	kunit_py "$arch" run --json="$json" 2>&1 | tee "$log" || rc=$?
+	counts=$(kunit_counts "$json" "$rc")
+	read -r p f s <<<"$(head -1 <<<"$counts")"
+	# no counts at all: the counting failed
+	[ -n "$s" ] || { p=0 f=1 s=0; }
+	tail -n +2 <<<"$counts" | sed "s/^FAIL /kunit: $arch: FAILED /" >&2
+	echo "kunit: $arch: $p passed, $f failed, $s skipped"
+	KUNIT_PASSED=$((KUNIT_PASSED + p))
+	KUNIT_FAILED=$((KUNIT_FAILED + f))
+	KUNIT_SKIPPED=$((KUNIT_SKIPPED + s))
+	report_counts "kunit-$arch" "$p" "$f" "$s"
+	[ "$rc" -eq 0 ] && [ "$f" -eq 0 ]
 }
 
 do_kunit() {
@@ -89,25 +137,85 @@ do_selftests_both() {
 	return $rc
 }
 
-do_test() {
-	local rc=0 step
-	do_setup
-	# CI tests the patch files, whatever an earlier session left in the tree
-	if [ "${CI:-}" = true ]; then
-		do_prepare --force
-	else
-		do_prepare
+TEST_PASSED=0
+TEST_FAILED=0
+TEST_SKIPPED=0
+TEST_FAILED_STEPS=""
+
+# test_step KIND STEP [ARGS]: run "tools/blkctx STEP ARGS" as a process of
+# its own, so that "set -e" and die work inside it as they do when the step
+# runs alone, and add it to the totals. KIND "cases": the step reports its
+# cases (report_counts); one more failure when it fails with none counted,
+# and when it dies (die reports one). "one": one pass or one failure.
+# "quiet": only a failure counts. BLKCTX_SELF replaces tools/blkctx (for
+# selfcheck).
+test_step() {
+	local kind=$1 step=$2 before rc=0 p=0 f=0 s=0
+	shift
+	say "test: $*"
+	before=$(wc -l <"$BLKCTX_RESULTS")
+	"${BLKCTX_SELF:-$REPO/tools/blkctx}" "$@" || rc=$?
+	read -r p f s < <(tail -n +$((before + 1)) "$BLKCTX_RESULTS" |
+		awk '{ p += $2; f += $3; s += $4 } END { print p + 0, f + 0, s + 0 }')
+	case $kind in
+	cases)
+		if [ $((p + f + s)) -eq 0 ]; then
+			say "test: $step reported no result"
+			f=1
+		elif [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+			f=1
+		fi
+		[ "$f" -eq 0 ] || [ $rc -ne 0 ] || rc=1
+		;;
+	one)
+		p=0 f=0 s=0
+		if [ $rc -eq 0 ]; then p=1; else f=1; fi
+		;;
+	quiet)
+		p=0 f=0 s=0
+		[ $rc -eq 0 ] || f=1
+		;;
+	esac
+	TEST_PASSED=$((TEST_PASSED + p))
+	TEST_FAILED=$((TEST_FAILED + f))
+	TEST_SKIPPED=$((TEST_SKIPPED + s))
+	if [ $rc -ne 0 ]; then
+		say "test: $step FAILED"
+		TEST_FAILED_STEPS+=" $step"
+		return 1
 	fi
-	for step in do_checkpatch do_kunit do_selftests_both do_pahole do_warnings; do
-		say "test: ${step#do_}"
-		$step || { say "test: ${step#do_} FAILED"; rc=1; }
-	done
-	echo "total: $((KUNIT_PASSED + GUEST_PASSED)) passed, $((KUNIT_FAILED + GUEST_FAILED)) failed, $((KUNIT_SKIPPED + GUEST_SKIPPED)) skipped"
-	if [ $rc -eq 0 ]; then
+}
+
+# test_total: the closing line, which CI reads.
+test_total() {
+	echo "total: $TEST_PASSED passed, $TEST_FAILED failed, $TEST_SKIPPED skipped"
+	if [ -z "$TEST_FAILED_STEPS" ]; then
 		say "test: everything passed"
-	else
-		say "test: FAILED"
+		return 0
 	fi
+	say "test: FAILED:$TEST_FAILED_STEPS"
+	return 1
+}
+
+do_test() {
+	local rc=0 prepare=prepare step
+	BLKCTX_RESULTS=$(mktemp)
+	cleanup_add "$BLKCTX_RESULTS"
+	export BLKCTX_RESULTS
+	# CI tests the patch files, whatever an earlier session left in the tree
+	[ "${CI:-}" != true ] || prepare="prepare --force"
+	# without the packages and the tree no other step can run
+	test_step quiet setup || { test_total; return 1; }
+	# shellcheck disable=SC2086 # "prepare --force"
+	test_step quiet $prepare || { test_total; return 1; }
+	test_step one checkpatch || rc=1
+	for step in kunit selftests; do
+		test_step cases "$step" || rc=1
+	done
+	for step in pahole warnings; do
+		test_step one "$step" || rc=1
+	done
+	test_total || rc=1
 	return $rc
 }
 
