@@ -111,7 +111,7 @@ kunit_arch() {
 
 do_kunit() {
 	local arch rc=0
-	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	tree_current
 	for arch in $(arch_list "$@"); do
 		kunit_arch "$arch" || rc=1
 	done
@@ -124,7 +124,7 @@ do_kunit() {
 # that need contexts skip and the one for a card without them runs.
 do_selftests_both() {
 	local arch rc=0
-	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	tree_current
 	for arch in $(arch_list "$@"); do
 		GUEST_LOG_SUFFIX="" guest_arch "$arch"
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1

@@ -55,6 +55,29 @@ tarball_version() {
 
 tgit() { git -C "$TREE" "$@"; }
 
+# tree_unexported: true when the tree holds work that series/, kunit/ and
+# selftests/ do not: changes, or commits since the last prepare or export.
+tree_unexported() {
+	[ -f "$TREE/.git/blkctx-applied-head" ] || return 1
+	[ -n "$(tgit status --porcelain)" ] ||
+		[ "$(tgit rev-parse HEAD)" != "$(cat "$TREE/.git/blkctx-applied-head")" ]
+}
+
+# tree_current: the tree exists and was prepared or exported from the patch
+# files as they are now; commits made since in the tree are fine.
+tree_current() {
+	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	[ "$(cat "$TREE/.git/blkctx-applied" 2>/dev/null)" = "$(patches_digest)" ] ||
+		die "series/, kunit/ or selftests/ changed since $TREE was prepared or exported: run tools/blkctx prepare to apply them (it refuses while the tree has commits that are not exported; export those first)"
+}
+
+# tree_exact: tree_current, and the tree holds nothing more than the files.
+tree_exact() {
+	tree_current
+	! tree_unexported ||
+		die "$TREE has work that is not in series/, kunit/, selftests/: commit it and run tools/blkctx export first"
+}
+
 make_pristine() {
 	[ -f "$TARBALL" ] || die "$TARBALL not found: run tools/blkctx setup"
 	local tmp=$CACHE/linux.tmp
@@ -222,7 +245,7 @@ write_cover() {
 }
 
 do_checkpatch() {
-	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	tree_current
 	local f bad=0 out
 	while read -r f; do
 		if out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet "$f" 2>&1); then
@@ -254,7 +277,7 @@ arch_make() {
 do_build_each() {
 	local arch=${1:-x86_64}
 	local out=$BUILD/each-$arch wt=$CACHE/each-wt c n=0 total
-	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	tree_current
 	total=$(tgit rev-list --count pristine..HEAD)
 	if [ ! -d "$wt" ]; then
 		tgit worktree prune
@@ -314,7 +337,7 @@ pahole_ready() {
 do_pahole() {
 	local arch s fail=0 a b o
 	command -v pahole >/dev/null || die "pahole not found: run tools/blkctx setup"
-	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	tree_current
 	for arch in $(arch_list "$@"); do
 		pahole_ready "$arch"
 		for s in bio request; do
@@ -354,7 +377,7 @@ warning_set() {
 
 do_warnings() {
 	local arch objs f fail=0 wt=$CACHE/pristine-wt new
-	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	tree_current
 	for arch in $(arch_list "$@"); do
 		pahole_ready "$arch"
 		objs=""
@@ -379,7 +402,8 @@ do_warnings() {
 do_mail() {
 	local dir=${1:-} n
 	[ -n "$dir" ] || die "usage: tools/blkctx mail DIR"
-	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
+	# send what series/, kunit/ and selftests/ hold, no older, no newer
+	tree_exact
 	mkdir -p "$dir"
 	rm -f "$dir"/*.patch
 	n=$(tgit rev-list --count pristine..HEAD)
