@@ -306,13 +306,20 @@ do_build_each() {
 PAHOLE_OBJECTS="block/bio.o block/blk-mq.o"
 
 pahole_build() {
-	local arch=$1 tree=$2 out=$3 stamp=$4
+	local arch=$1 tree=$2 out=$3 stamp=$4 fresh o
 	mkdir -p "$out"
 	kunit_config "$arch" "$out/.config.want"
 	# a changed kunitconfig changes both builds: never compare stale objects
 	stamp="$stamp $(sha256sum <"$out/.config.want" | cut -c1-16)"
-	[ "$(cat "$out/.blkctx-built" 2>/dev/null)" = "$stamp" ] && return 0
+	# warnings rebuilds some of the objects: one may be missing
+	fresh=1
+	[ "$(cat "$out/.blkctx-built" 2>/dev/null)" = "$stamp" ] || fresh=0
+	for o in $PAHOLE_OBJECTS; do
+		[ -f "$out/$o" ] || fresh=0
+	done
+	[ $fresh -eq 0 ] || return 0
 	mv "$out/.config.want" "$out/.config"
+	# shellcheck disable=SC2086 # a list of objects
 	TREE=$tree arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
 		KCFLAGS=-g olddefconfig prepare $PAHOLE_OBJECTS -j"$JOBS" >"$out/build.log" 2>&1 ||
 		{ tail -20 "$out/build.log" >&2; die "pahole: build in $tree failed"; }
@@ -360,40 +367,101 @@ do_pahole() {
 # W=1 and sparse on every C file the series touches, in the pristine and the
 # patched tree: any warning the pristine tree does not have is new.  KCFLAGS
 # stays -g so that the objects still serve pahole.
-warning_set() {
-	local arch=$1 tree=$2 out=$3 o
+
+# warning_build ARCH TREE OUT LOG OBJ...: compile the objects OBJ... of TREE
+# afresh into OUT with W=1 and sparse, make's output in LOG; make's status.
+# The objects of files TREE does not have (the series adds them) are left
+# out: they have no pristine warnings to compare with.
+warning_build() {
+	local arch=$1 tree=$2 out=$3 log=$4 o rc=0
 	local -a objs=()
-	shift 3
-	# a file the series adds has no pristine warnings to compare with
+	shift 4
 	for o in "$@"; do
 		[ ! -f "$tree/${o%.o}.c" ] || objs+=("$o")
 	done
+	: >"$log"
 	[ ${#objs[@]} -gt 0 ] || return 0
+	# W=1 warnings come only with a compile: make would find the objects of
+	# the last run up to date and print nothing
+	for o in "${objs[@]}"; do
+		rm -f "$out/$o"
+	done
 	# -k: one object that fails must not hide the others' warnings
 	TREE=$tree arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
-		KCFLAGS=-g W=1 C=2 CHECK="sparse" -k "${objs[@]}" -j"$JOBS" 2>&1 |
-		grep -E '(warning|error):' | sed -E "s|^$tree/||; s/:[0-9]+:[0-9]+:/:/; s/:[0-9]+:/:/" | sort -u
+		KCFLAGS=-g W=1 C=2 CHECK="sparse" -k "${objs[@]}" -j"$JOBS" >"$log" 2>&1 || rc=$?
+	return $rc
+}
+
+# warning_broken LOG STATUS: why a build that exited with STATUS is no
+# measure of its warnings (a tool missing, or a failure no error explains);
+# false when it is one.
+warning_broken() {
+	local log=$1 rc=$2
+	[ "$rc" -ne 0 ] || return 1
+	if grep -qE '(: not found|command not found)$|Error 127' "$log"; then
+		echo "a tool is missing: $(grep -m1 -E '(: not found|command not found)$|Error 127' "$log")"
+		return 0
+	fi
+	if ! grep -qE '(warning|error):' "$log"; then
+		echo "make exited with status $rc, and no warning or error says why"
+		return 0
+	fi
+	return 1
+}
+
+# warning_lines TREE LOG: the warnings and errors in LOG, without TREE's path
+# and line numbers, sorted.
+warning_lines() {
+	{ grep -E '(warning|error):' "$2" || true; } |
+		sed -E "s|^$1/||; s/:[0-9]+:[0-9]+:/:/; s/:[0-9]+:/:/" | LC_ALL=C sort -u
 }
 
 do_warnings() {
-	local arch objs f fail=0 wt=$CACHE/pristine-wt new
+	local arch f fail=0 wt=$CACHE/pristine-wt new dir prc nrc why side
+	local -a objs
 	tree_current
 	for arch in $(arch_list "$@"); do
+		if [ ! -f "$BUILD/kunit-$arch/vmlinux" ]; then
+			echo "warnings: $arch: no KUnit build to tell which files are built (run tools/blkctx kunit $arch): FAILED"
+			fail=1
+			continue
+		fi
 		pahole_ready "$arch"
-		objs=""
+		objs=()
 		for f in $(tgit diff --name-only --diff-filter=AM pristine..HEAD -- '*.c'); do
 			# only files this configuration builds
-			[ -f "$BUILD/kunit-$arch/${f%.c}.o" ] && objs="$objs ${f%.c}.o"
+			if [ -f "$BUILD/kunit-$arch/${f%.c}.o" ]; then
+				objs+=("${f%.c}.o")
+			fi
 		done
-		[ -n "$objs" ] || { say "warnings: $arch: no touched file is built"; continue; }
-		new=$(comm -13 <(warning_set "$arch" "$wt" "$BUILD/pahole-pristine-$arch" $objs) \
-			<(warning_set "$arch" "$TREE" "$BUILD/pahole-patched-$arch" $objs))
+		if [ ${#objs[@]} -eq 0 ]; then
+			echo "warnings: $arch: the KUnit build has no object of a file the series touches: FAILED"
+			fail=1
+			continue
+		fi
+		dir=$BUILD/warnings-$arch
+		mkdir -p "$dir"
+		say "warnings: $arch: compiling ${#objs[@]} objects with W=1 and sparse, pristine and patched (logs in $dir)"
+		prc=0
+		warning_build "$arch" "$wt" "$BUILD/pahole-pristine-$arch" "$dir/pristine.log" "${objs[@]}" || prc=$?
+		nrc=0
+		warning_build "$arch" "$TREE" "$BUILD/pahole-patched-$arch" "$dir/patched.log" "${objs[@]}" || nrc=$?
+		for side in pristine:$prc patched:$nrc; do
+			if why=$(warning_broken "$dir/${side%:*}.log" "${side#*:}"); then
+				echo "warnings: $arch: the ${side%:*} build failed: $why: FAILED"
+				tail -20 "$dir/${side%:*}.log" | sed 's/^/    /' >&2
+				fail=1
+				continue 2
+			fi
+		done
+		new=$(comm -13 <(warning_lines "$wt" "$dir/pristine.log") \
+			<(warning_lines "$TREE" "$dir/patched.log"))
 		if [ -n "$new" ]; then
 			echo "warnings: $arch: new W=1 or sparse warnings:"
 			printf '%s\n' "$new" | sed 's/^/    /'
 			fail=1
 		else
-			echo "warnings: $arch: no new W=1 or sparse warnings in$objs"
+			echo "warnings: $arch: no new W=1 or sparse warnings in ${objs[*]}"
 		fi
 	done
 	return $fail
