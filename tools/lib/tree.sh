@@ -272,33 +272,87 @@ arch_make() {
 	esac
 }
 
+# kconfig_unmet WANT CONFIG TREE: the lines CONFIG_X=V of WANT (as in
+# kunitconfig) whose symbol the Kconfig files of the git tree TREE define,
+# but that the .config CONFIG does not have.
+kconfig_unmet() {
+	local want=$1 config=$2 tree=$3
+	{ git -C "$tree" grep -hoE '^[[:space:]]*(menu)?config[[:space:]]+[A-Za-z0-9_]+' \
+		-- '*Kconfig*' || true; } |
+		awk -v want="$want" -v config="$config" '
+		{ known["CONFIG_" $2] = 1 }
+		END {
+			while ((getline line < config) > 0) have[line] = 1
+			while ((getline line < want) > 0) {
+				if (line !~ /^CONFIG_[A-Za-z0-9_]+=/) continue
+				sym = line; sub(/=.*/, "", sym)
+				if (!(sym in known)) continue
+				val = line; sub(/^[^=]*=/, "", val)
+				if (val == "n") {
+					if ((sym "=y") in have || (sym "=m") in have) print line
+				} else if (!(line in have)) print line
+			}
+		}'
+}
+
 # Build every commit of the series in a worktree of its own, so that the
 # developer's tree is left alone; any compiler warning fails the build.
+# Each commit gets the KUnit .config afresh: olddefconfig at an early commit
+# drops the symbols later patches add, and they would then stay off.
 do_build_each() {
-	local arch=${1:-x86_64}
-	local out=$BUILD/each-$arch wt=$CACHE/each-wt c n=0 total
+	local arch=x86_64 llvm=0 a out wt=$CACHE/each-wt c n=0 total subj missing
+	for a in "$@"; do
+		case $a in
+		--llvm) llvm=1 ;;
+		*) arch=$a ;;
+		esac
+	done
+	local -a mk=(CC="ccache ${arch_cc[$arch]}gcc")
+	out=$BUILD/each-$arch
+	if [ $llvm -eq 1 ]; then
+		for a in clang ld.lld llvm-ar; do
+			command -v $a >/dev/null ||
+				die "build-each --llvm needs clang, lld and llvm (as root: apt-get install clang lld llvm)"
+		done
+		mk=(LLVM=1 CC="ccache clang")
+		out=$BUILD/each-$arch-llvm
+	fi
 	tree_current
 	total=$(tgit rev-list --count pristine..HEAD)
-	if [ ! -d "$wt" ]; then
+	if ! git -C "$wt" rev-parse -q --verify HEAD >/dev/null 2>&1; then
+		rm -rf "$wt"
 		tgit worktree prune
 		tgit worktree add -q --detach "$wt" pristine
 	fi
 	mkdir -p "$out"
-	kunit_config "$arch" "$out/.config"
+	kunit_config "$arch" "$out/kunit.config"
+	# what must be on wherever its symbol exists
+	{
+		cat "$REPO/kunitconfig"
+		grep '^CONFIG_' "$REPO/qemu_configs/$arch.py" || true
+	} >"$out/kunit.want"
 	for c in $(tgit rev-list --reverse pristine..HEAD); do
 		n=$((n + 1))
-		git -C "$wt" checkout -q --detach "$c"
-		say "build-each: $arch $n/$total $(tgit log -1 --format=%s "$c")"
-		if ! TREE=$wt arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
-			olddefconfig all -j"$JOBS" >"$out/build.log" 2>&1; then
+		subj=$(tgit log -1 --format=%s "$c")
+		git -C "$wt" checkout -f -q --detach "$c"
+		say "build-each: $arch $n/$total $subj"
+		cp "$out/kunit.config" "$out/.config"
+		if ! TREE=$wt arch_make "$arch" O="$out" "${mk[@]}" olddefconfig >"$out/build.log" 2>&1; then
 			tail -30 "$out/build.log" >&2
-			die "build failed at patch $n: $(tgit log -1 --format=%s "$c")"
+			die "olddefconfig failed at patch $n: $subj"
+		fi
+		missing=$(kconfig_unmet "$out/kunit.want" "$out/.config" "$wt")
+		[ -z "$missing" ] ||
+			die "at patch $n ($subj) the config lacks ${missing//$'\n'/ }, which that commit's Kconfig has (a dependency added only by a later patch?)"
+		if ! TREE=$wt arch_make "$arch" O="$out" "${mk[@]}" all -j"$JOBS" >>"$out/build.log" 2>&1; then
+			tail -30 "$out/build.log" >&2
+			die "build failed at patch $n: $subj"
 		fi
 		if grep -E 'warning:' "$out/build.log" >&2; then
-			die "warnings at patch $n: $(tgit log -1 --format=%s "$c")"
+			die "warnings at patch $n: $subj"
 		fi
 	done
-	say "build-each: all $total patches build on $arch"
+	say "build-each: all $total patches build on $arch$([ $llvm -eq 0 ] || echo ' with LLVM=1')"
 }
 
 # struct bio and struct request must not grow: build the objects that define
