@@ -121,25 +121,31 @@ apply_series() {
 }
 
 do_prepare() {
-	local force=0
-	[ "${1:-}" = "--force" ] && force=1
+	local force=0 old new
+	case ${1:-} in
+	"") ;;
+	--force) force=1 ;;
+	*) die "prepare: unknown argument $1 (usage: tools/blkctx prepare [--force])" ;;
+	esac
 	mkdir -p "$CACHE" "$BUILD"
-	if [ -d "$TREE/.git" ] && [ "$(cat "$TREE/.git/blkctx-source" 2>/dev/null)" != "$(tarball_version)" ]; then
-		say "prepare: linux-source-6.12 changed; extracting it again"
+	old=$(cat "$TREE/.git/blkctx-source" 2>/dev/null || true)
+	new=$(tarball_version)
+	if [ -d "$TREE/.git" ] && [ "$old" != "$new" ]; then
+		# the tree is extracted again: never with work that is only there
+		if [ $force -eq 0 ] && tree_unexported; then
+			die "linux-source-6.12 changed (${old:-?} -> $new), and $TREE has work that is not exported: commit it and run tools/blkctx export, then prepare again to apply the series to the new source (or prepare --force to drop that work)"
+		fi
+		say "prepare: linux-source-6.12 changed (${old:-?} -> $new); extracting it again"
 		rm -rf "$TREE"
 	fi
 	[ -d "$TREE/.git" ] || make_pristine
 	if [ "$(cat "$TREE/.git/blkctx-applied" 2>/dev/null)" = "$(patches_digest)" ] &&
-		[ "$(tgit rev-parse HEAD)" = "$(cat "$TREE/.git/blkctx-applied-head")" ] &&
-		[ -z "$(tgit status --porcelain)" ]; then
+		[ -f "$TREE/.git/blkctx-applied-head" ] && ! tree_unexported; then
 		say "prepare: $TREE already holds the series"
 		return 0
 	fi
-	if [ $force -eq 0 ] && [ -f "$TREE/.git/blkctx-applied-head" ]; then
-		if [ -n "$(tgit status --porcelain)" ] ||
-			[ "$(tgit rev-parse HEAD)" != "$(cat "$TREE/.git/blkctx-applied-head")" ]; then
-			die "$TREE has work that is not exported (commit it and run tools/blkctx export, or use prepare --force to drop it)"
-		fi
+	if [ $force -eq 0 ] && tree_unexported; then
+		die "$TREE has work that is not exported (commit it and run tools/blkctx export, or use prepare --force to drop it)"
 	fi
 	apply_series
 }
