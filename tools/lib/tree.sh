@@ -54,6 +54,10 @@ tarball_version() {
 }
 
 tgit() { git -C "$TREE" "$@"; }
+# git without the user's and the system's configuration, for what ends up in
+# patch files: format.headers, diff.orderFile, diff.noprefix and the like
+# would change their bytes.
+tgit_pure() { GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -C "$TREE" "$@"; }
 
 # tree_unexported: true when the tree holds work that series/, kunit/ and
 # selftests/ do not: changes, or commits since the last prepare or export.
@@ -179,7 +183,7 @@ do_export() {
 	rm -rf "$out"
 	cleanup_add "$out"
 	mkdir -p "$out"
-	tgit -c core.abbrev=12 format-patch -q --zero-commit --no-signature -N --no-renames \
+	tgit_pure -c core.abbrev=12 format-patch -q --zero-commit --no-signature -N --no-renames \
 		-o "$out" pristine..HEAD
 	for d in $order; do
 		find "$REPO/$d" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' \
@@ -231,7 +235,7 @@ write_cover() {
 	subject=$(cover_subject)
 	[ -n "$subject" ] || subject="blkctx: block I/O contexts for eMMC as write streams"
 	body=$(cover_body)
-	date=$(tgit log -1 --format=%aD HEAD)
+	date=$(tgit_pure log -1 --format=%aD HEAD)
 	{
 		echo "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
 		echo "From: $IDENT_NAME <$IDENT_EMAIL>"
@@ -243,8 +247,8 @@ write_cover() {
 		fi
 		echo
 		printf '%s\n\n' "$body"
-		tgit shortlog pristine..HEAD
-		tgit diff --stat=72 --summary pristine..HEAD
+		tgit_pure shortlog pristine..HEAD
+		tgit_pure diff --stat=72 --summary pristine..HEAD
 		echo
 		echo "Based on Linux $(make -s -C "$TREE" kernelversion), as in Debian's linux-source-6.12 $(cat "$TREE/.git/blkctx-source")."
 	} >"$file"
@@ -528,24 +532,26 @@ do_warnings() {
 }
 
 do_mail() {
-	local dir=${1:-} n
+	local dir=${1:-} n f
+	local -a msgs
 	[ -n "$dir" ] || die "usage: tools/blkctx mail DIR"
 	# send what series/, kunit/ and selftests/ hold, no older, no newer
 	tree_exact
 	mkdir -p "$dir"
 	rm -f "$dir"/*.patch
 	n=$(tgit rev-list --count pristine..HEAD)
-	tgit -c core.abbrev=12 format-patch -q --zero-commit --no-signature -n --thread \
+	tgit_pure -c core.abbrev=12 format-patch -q --zero-commit --no-signature -n --thread \
 		--no-renames -o "$dir" pristine..HEAD
 	write_cover "$dir/$(printf '%04d' 0)-cover-letter.patch" "PATCH"
 	sed -i "s|^Subject: \[PATCH 0/$n\]|Subject: [PATCH $(printf "%0${#n}d" 0)/$n]|" "$dir/0000-cover-letter.patch"
 	local to cc
-	to=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback \
-		--m --no-r --no-l "$dir"/0*.patch 2>/dev/null | grep -v '^0000' | paste -sd, - || true)
-	cc=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback \
-		--no-m --r --l "$dir"/0*.patch 2>/dev/null | paste -sd, - || true)
+	to=$(cd "$TREE" && { perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback \
+		--m --no-r --no-l "$dir"/0*.patch 2>/dev/null | grep -v '^0000' | paste -sd, - || true; })
+	cc=$(cd "$TREE" && { perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback \
+		--no-m --r --l "$dir"/0*.patch 2>/dev/null | paste -sd, - || true; })
 	for f in "$dir"/*.patch; do
 		sed -i "0,/^Subject:/s|^Subject:|To: ${to//|/\\|}\nCc: ${cc//|/\\|}\nSubject:|" "$f"
 	done
-	say "mail: $(ls "$dir"/*.patch | wc -l) messages in $dir (send with git send-email $dir/*.patch)"
+	msgs=("$dir"/*.patch)
+	say "mail: ${#msgs[@]} messages in $dir (send with git send-email $dir/*.patch)"
 }
