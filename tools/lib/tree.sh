@@ -5,11 +5,11 @@
 HOST_PACKAGES="linux-source-6.12 build-essential gcc-arm-linux-gnueabihf
 	binutils-arm-linux-gnueabihf flex bison bc libelf-dev libssl-dev cpio
 	xz-utils rsync kmod ccache dwarves sparse python3 python3-ply python3-git perl git
-	qemu-system-x86 qemu-system-arm"
+	qemu-system-x86 qemu-system-arm shellcheck"
 
 do_setup() {
 	local missing=() p
-	# shellcheck disable=SC2046
+	# shellcheck disable=SC2046,SC2086 # lists of words
 	for p in $(printf '%s\n' $HOST_PACKAGES $(guest_packages) | sort -u); do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 			missing+=("$p")

@@ -1,0 +1,386 @@
+# shellcheck shell=bash
+# the cases stub functions (called indirectly) and set globals in subshells
+# shellcheck disable=SC2317
+# selfcheck: tests of the tools themselves, in seconds, with no kernel tree,
+# build or guest: shellcheck on every shell file, and each parser and check
+# on canned input (tools/selfcheck/) or on small scratch trees, each case in
+# a subshell of its own so that a die ends only that case.
+
+SC_PASSED=0
+SC_FAILED=0
+
+# sc_result NAME OK [DETAIL]: count and print one case.
+sc_result() {
+	if [ "$2" -eq 0 ]; then
+		SC_PASSED=$((SC_PASSED + 1))
+		echo "ok       $1"
+	else
+		SC_FAILED=$((SC_FAILED + 1))
+		echo "FAILED   $1"
+		[ -z "${3:-}" ] || printf '%s\n' "$3" | sed 's/^/    /'
+	fi
+}
+
+# sc_same NAME EXPECTED ACTUAL
+sc_same() {
+	if [ "$2" = "$3" ]; then
+		sc_result "$1" 0
+	else
+		sc_result "$1" 1 "$(printf 'expected:\n%s\ngot:\n%s' "$2" "$3")"
+	fi
+}
+
+# sc_run OUT CMD...: run CMD in a subshell, its output and errors in OUT;
+# prints its exit status.
+sc_run() {
+	local out=$1 rc=0
+	shift
+	("$@") >"$out" 2>&1 </dev/null || rc=$?
+	echo $rc
+}
+
+sc_shellcheck() {
+	local f out rc
+	if ! command -v shellcheck >/dev/null; then
+		sc_result "shellcheck is installed (tools/blkctx setup installs it)" 1
+		return
+	fi
+	# the libraries share the globals of tools/blkctx, which sources them:
+	# checked alone, shellcheck cannot see where those are set or used
+	# (SC2034, SC2153, SC2154); selfcheck sets them in subshells on purpose
+	# (SC2030, SC2031)
+	rc=0
+	out=$(cd "$REPO" && shellcheck -x -e SC2030,SC2031,SC2034,SC2153,SC2154 \
+		tools/blkctx tools/lib/*.sh tools/lib/reorder-todo .ci/run 2>&1) || rc=$?
+	sc_result "shellcheck tools/blkctx tools/lib/* .ci/run" $rc "$out"
+	# the guest's /init, as guest_initramfs writes it
+	guest_init | sed -e "s|@TEST_TIMEOUT@|120|" -e "s|@SENTINEL@|$GUEST_SENTINEL|" >"$SC_TMP/init"
+	rc=0
+	out=$(shellcheck -s sh "$SC_TMP/init" 2>&1) || rc=$?
+	sc_result "shellcheck the guest's /init" $rc "$out"
+}
+
+# KUnit: the JSON that kunit.py's parser wrote for each tools/selfcheck/
+# kunit-*.ktap, with the status kunit.py exited with.
+sc_kunit() {
+	local d=$REPO/tools/selfcheck name rc want
+	while read -r name rc want; do
+		sc_same "kunit counts: $name" "$want" \
+			"$(kunit_counts "$d/kunit-$name.json" "$rc" | sed -n 1p)"
+	done <<'CASES'
+pass 0 2 0 0
+skip 0 1 0 1
+fail 1 1 1 0
+crash 1 1 3 0
+timeout 1 2 1 0
+noplan 0 2 0 0
+notests 1 0 1 0
+allskip 0 0 1 2
+CASES
+	sc_same "kunit counts: no JSON (the build failed)" "0 1 0" \
+		"$(kunit_counts "$SC_TMP/none.json" 1 | sed -n 1p)"
+	sc_same "kunit counts: every case passed, kunit.py failed" "2 1 0" \
+		"$(kunit_counts "$d/kunit-pass.json" 1 | sed -n 1p)"
+}
+
+# The guests' KTAP, and the judgement of a boot (a guest that stops before
+# the sentinel is one failure more).
+sc_guest() {
+	local d=$REPO/tools/selfcheck name rc want got
+	while read -r name rc want; do
+		got=$( (guest_judge x86_64 "$d/guest-$name.log" "$rc" 2>/dev/null
+			echo "$GUEST_P $GUEST_F $GUEST_S"))
+		sc_same "guest counts: $name (qemu status $rc)" "$want" "$got"
+	done <<'CASES'
+pass 0 3 0 0
+fail 0 2 2 1
+skip 0 1 0 2
+timeout 0 1 1 0
+stopped 1 2 1 0
+stopped 124 2 1 0
+pass 124 3 1 0
+CASES
+	sc_same "guest counts: an empty log" "0 1 0" \
+		"$( (guest_judge x86_64 /dev/null 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
+}
+
+# A fake tools/blkctx for test's steps: each step does what its name says.
+sc_fake_steps() {
+	cat >"$SC_TMP/fake" <<EOF
+#!/usr/bin/env bash
+. "$REPO/tools/blkctx"
+case \${SC_FAKE:-}:\$1 in
+setupfails:*) die "setup failed" ;;
+*:setup | *:selfcheck | *:prepare | *:warnings) exit 0 ;;
+*:checkpatch) exit 1 ;;
+*:kunit) report_counts kunit-x86_64 5 0 1; die "the arm kernel does not build" ;;
+silent:selftests) exit 0 ;;
+*:selftests) report_counts selftests 3 1 0; exit 1 ;;
+*:pahole) false; echo "not reached" ;;
+esac
+EOF
+	chmod +x "$SC_TMP/fake"
+}
+
+sc_test_steps() {
+	local out=$SC_TMP/test.out rc
+	sc_fake_steps
+	rc=$(TMPDIR=$SC_TMP BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
+	# selfcheck, kunit 5 + 1 skipped, selftests 3, warnings; checkpatch,
+	# kunit's die, selftests' failure, pahole's set -e exit
+	sc_same "test: every step counted, dying ones too" \
+		"1 total: 10 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
+	rc=$(TMPDIR=$SC_TMP SC_FAKE=silent BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
+	sc_same "test: a step that reports no result fails" \
+		"1 total: 7 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
+	rc=$(TMPDIR=$SC_TMP SC_FAKE=setupfails BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
+	sc_same "test: a failed setup still ends with the total" \
+		"1 total: 0 passed, 1 failed, 0 skipped" "$rc $(grep '^total:' "$out")"
+}
+
+# warnings: a build that cannot measure warnings fails, and the objects are
+# compiled on every run (a fake make prints a W=1 warning only when it
+# compiles an object, as make does).
+sc_warnings() {
+	local t=$SC_TMP/warn rc
+	mkdir -p "$t/tree/block" "$t/out/block"
+	: >"$t/tree/block/bio.c"
+	printf '/bin/sh: 1: sparse: not found\nmake[3]: *** [scripts/Makefile.build:244: block/bio.o] Error 127\n' >"$t/nosparse.log"
+	printf 'make[1]: *** [Makefile:1989: block] Error 2\n' >"$t/noerror.log"
+	printf 'block/bio.c:12:3: error: expected ; before }\nmake: *** [block/bio.o] Error 1\n' >"$t/error.log"
+	sc_same "warnings: sparse missing fails" 0 "$(warning_broken "$t/nosparse.log" 2 >/dev/null; echo $?)"
+	sc_same "warnings: make failing with no error line fails" 0 "$(warning_broken "$t/noerror.log" 2 >/dev/null; echo $?)"
+	sc_same "warnings: a compile error is compared, not a broken build" 1 "$(warning_broken "$t/error.log" 1 >/dev/null; echo $?)"
+	sc_same "warnings: a build that worked is compared" 1 "$(warning_broken "$t/noerror.log" 0 >/dev/null; echo $?)"
+	rc=$( (
+		arch_make() {
+			local a out=
+			for a in "$@"; do case $a in O=*) out=${a#O=} ;; esac; done
+			for a in "$@"; do
+				case $a in
+				*.o)
+					[ ! -f "$out/$a" ] || continue
+					echo "$TREE/${a%.o}.c:3:1: warning: no previous prototype [-Wmissing-prototypes]"
+					: >"$out/$a"
+					;;
+				esac
+			done
+		}
+		warning_build x86_64 "$t/tree" "$t/out" "$t/1.log" block/bio.o
+		warning_build x86_64 "$t/tree" "$t/out" "$t/2.log" block/bio.o
+		warning_lines "$t/tree" "$t/2.log"
+	) 2>&1)
+	sc_same "warnings: a second run sees the W=1 warning again" \
+		"block/bio.c: warning: no previous prototype [-Wmissing-prototypes]" "$rc"
+}
+
+# build-each: the kunitconfig lines whose symbol a commit has must hold.
+sc_kconfig() {
+	local t=$SC_TMP/kconfig
+	mkdir -p "$t/tree/drivers"
+	printf 'config FOO\n\tbool "foo"\nmenuconfig BAR\n\tbool "bar"\n' >"$t/tree/drivers/Kconfig"
+	printf 'CONFIG_FOO=y\nCONFIG_BAR=y\nCONFIG_LATER=y\n# a comment\n' >"$t/want"
+	printf 'CONFIG_FOO=y\n# CONFIG_BAR is not set\n' >"$t/config"
+	git -C "$t/tree" init -q
+	git -C "$t/tree" add -A
+	sc_same "build-each: a symbol that exists but is off" "CONFIG_BAR=y" \
+		"$(kconfig_unmet "$t/want" "$t/config" "$t/tree")"
+}
+
+# A scratch kernel tree and repository: a pristine commit and one patch.
+sc_tree() {
+	local t=$1
+	mkdir -p "$t/repo/series" "$t/repo/kunit" "$t/repo/selftests" "$t/cache/linux"
+	(
+		cd "$t/cache/linux" || exit 1
+		git init -q -b base
+		printf 'kernelversion:\n\t@echo 6.12.0\n' >Makefile
+		printf 'a\nb\n' >a.c
+		printf 'x\n' >z.c
+		git add -A
+		git commit -q -m pristine
+		git tag pristine
+		git checkout -q -b blkctx
+		printf 'a\nb\nc\n' >a.c
+		printf 'y\n' >z.c
+		git commit -q -am "block: a change" -m "Because."
+		echo 1 >.git/blkctx-source
+	)
+}
+
+# prepare: a new source version never deletes commits not exported; the
+# commands that use the tree refuse one older than the patch files.
+sc_prepare() {
+	local t=$SC_TMP/prep rc
+	sc_tree "$t"
+	rc=$( (
+		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
+		patches_digest >"$TREE/.git/blkctx-applied"
+		tgit rev-parse HEAD~1 >"$TREE/.git/blkctx-applied-head"
+		tarball_version() { echo 2; }
+		# never the real tarball, whatever happens
+		TARBALL=/nonexistent
+		make_pristine() { echo "extracted again"; exit 1; }
+		(do_prepare) >/dev/null 2>&1
+		echo "$? $(tgit log -1 --format=%s)"
+	))
+	sc_same "prepare: a new source keeps commits not exported" "1 block: a change" "$rc"
+	rc=$( (
+		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
+		tree_current 2>/dev/null
+		echo "current"
+		echo stale >"$TREE/.git/blkctx-applied"
+		tree_current 2>/dev/null
+		echo "reached"
+	)) || true
+	sc_same "the tree must hold the patch files as they are" "current" "$rc"
+}
+
+# export and mail: the same bytes whatever the user's git configuration.
+sc_export() {
+	local t=$SC_TMP/export mode
+	sc_tree "$t"
+	mkdir -p "$t/home"
+	printf '[format]\n\theaders = "X-Personal: yes"\n\tsignOff = true\n[diff]\n\torderFile = %s\n\tnoprefix = true\n' \
+		"$t/order" >"$t/home/.gitconfig"
+	printf 'z.c\na.c\n' >"$t/order"
+	for mode in plain personal; do
+		(
+			REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
+			[ $mode = plain ] || export HOME=$t/home
+			do_export >/dev/null 2>&1 || exit 1
+			mkdir -p "$t/$mode"
+			cp -r "$REPO/series" "$t/$mode/"
+			do_mail "$t/$mode/mail" >/dev/null 2>&1 || exit 1
+		) || echo "export or mail failed ($mode)" >"$t/$mode.failed"
+	done
+	# without the isolation, the personal config changes the patch; mail's
+	# message ids are made of the time
+	if HOME=$t/home git -C "$t/cache/linux" format-patch --stdout -1 | grep -q X-Personal &&
+		[ ! -e "$t/plain.failed" ] && [ ! -e "$t/personal.failed" ] &&
+		diff -r -I '^Message-Id:' -I '^In-Reply-To:' -I '^References:' \
+			"$t/plain" "$t/personal" >/dev/null; then
+		sc_result "export and mail: the same bytes under a personal git config" 0
+	else
+		sc_result "export and mail: the same bytes under a personal git config" 1 \
+			"$(cat "$t"/*.failed 2>/dev/null; diff -r "$t/plain" "$t/personal" 2>&1 | head -20)"
+	fi
+}
+
+# A failed package resolution is never cached as resolved.
+sc_resolve() {
+	local t=$SC_TMP/resolve rc
+	mkdir -p "$t"
+	rc=$( (
+		guest_resolve() { say "guest: no armhf package provides libfoo"; return 1; }
+		guest_resolved "$t/resolved" key armhf 2>/dev/null
+		echo reached
+	)) || true
+	sc_same "guest: a failed resolution dies" "" "$rc"
+	sc_same "guest: a failed resolution is not cached" "absent" \
+		"$([ -e "$t/resolved" ] && echo present || echo absent)"
+	printf 'key\n\n' >"$t/resolved"
+	rc=$( (
+		guest_resolve() { echo "busybox 1:1.35.0-4 armhf"; }
+		guest_resolved "$t/resolved" key armhf 2>/dev/null
+		echo "$GUEST_RESOLVED"
+	))
+	sc_same "guest: an empty cached resolution is resolved again" "busybox 1:1.35.0-4 armhf" "$rc"
+}
+
+# sc_door CMD ARGS...: main, with every command replaced by a failure, in
+# case the front door let one through.
+sc_door() {
+	local f
+	for f in $(compgen -A function do_) patch_files cache_lock; do
+		eval "$f() { echo \"$f ran\"; exit 99; }"
+	done
+	main "$@"
+}
+
+# The front door: --help, and arguments rejected before any work (exit 2).
+sc_front_door() {
+	local c rc want args
+	for c in $COMMANDS; do
+		rc=$(BLKCTX_DRY_RUN=1 sc_run "$SC_TMP/door" sc_door "$c" --help)
+		sc_same "front door: $c --help" "0 usage: tools/blkctx $c" \
+			"$rc $(head -1 "$SC_TMP/door" | cut -d' ' -f1-3)"
+	done
+	while read -r want args; do
+		# shellcheck disable=SC2086
+		rc=$(BLKCTX_DRY_RUN=1 sc_run "$SC_TMP/door" sc_door $args)
+		sc_same "front door: $args" "$want" "$rc"
+	done <<'CASES'
+2 kunit foo
+2 kunit x86_64 --forse
+2 prepare --forse
+2 test now
+2 build-each x86_64 arm
+2 build-each riscv
+2 mail
+2 mail a b
+2 nosuchcommand
+0 kunit x86_64 arm
+0 prepare --force
+0 build-each --llvm arm
+0 mail /tmp/x
+0 help
+CASES
+}
+
+# One lock per cache: a second run waits and says for whom; a child of a
+# run that holds it (test's steps) does not wait.
+sc_lock() {
+	local t=$SC_TMP/lock out
+	mkdir -p "$t"
+	out=$( (
+		CACHE=$t
+		unset BLKCTX_LOCK_FD
+		cache_lock test
+		BLKCTX_CACHE=$t timeout 10 bash -c ". '$REPO/tools/blkctx'; cache_lock kunit; echo child locked"
+		timeout 5 bash -c "exec {fd}<>'$t/.lock'; flock -n \$fd && echo other locked || echo other waits"
+	) 2>&1)
+	sc_same "lock: test's steps share it, another run waits" "child locked
+other waits" "$out"
+	out=$( (
+		CACHE=$t
+		unset BLKCTX_LOCK_FD
+		(
+			exec {fd}<>"$t/.lock"
+			flock "$fd"
+			echo "tools/blkctx bench (pid 1)" >"$t/.lock"
+			: >"$t/held"
+			sleep 1
+		) &
+		for _ in $(seq 100); do
+			[ ! -e "$t/held" ] || break
+			sleep 0.1
+		done
+		cache_lock kunit
+		echo locked
+	) 2>&1)
+	sc_same "lock: waits, saying who holds it" "blkctx: waiting for $t, in use by tools/blkctx bench (pid 1)
+locked" "$out"
+}
+
+do_selfcheck() {
+	local t0
+	t0=$(date +%s)
+	# its cases die on purpose: that must not count in a test run
+	unset BLKCTX_RESULTS
+	SC_TMP=$(mktemp -d)
+	cleanup_add "$SC_TMP"
+	sc_shellcheck
+	sc_kunit
+	sc_guest
+	sc_test_steps
+	sc_warnings
+	sc_kconfig
+	sc_prepare
+	sc_export
+	sc_resolve
+	sc_front_door
+	sc_lock
+	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
+	[ $SC_FAILED -eq 0 ]
+}
