@@ -183,7 +183,7 @@ do_export() {
 	rm -rf "$out"
 	cleanup_add "$out"
 	mkdir -p "$out"
-	tgit_pure -c core.abbrev=12 format-patch -q --zero-commit --no-signature -N --no-renames \
+	tgit_pure -c core.abbrev=12 format-patch -q --zero-commit --no-signature -N --find-renames \
 		-o "$out" pristine..HEAD
 	for d in $order; do
 		find "$REPO/$d" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' \
@@ -254,11 +254,25 @@ write_cover() {
 	} >"$file"
 }
 
+# checkpatch_strict PATCH: checkpatch --strict, where the one finding let
+# through is CamelCase in ext4's Opt_* mount option constants, which follow
+# fs/ext4/super.c's own convention.
+checkpatch_strict() {
+	local out rc=0
+	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --ignore CAMELCASE "$1" 2>&1) || rc=1
+	[ $rc -eq 0 ] || { printf '%s\n' "$out"; return 1; }
+	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --types CAMELCASE "$1" 2>&1) && return 0
+	if printf '%s\n' "$out" | grep '^CHECK:' | grep -qv '^CHECK: Avoid CamelCase: <Opt_[a-z_]*>$'; then
+		printf '%s\n' "$out"
+		return 1
+	fi
+}
+
 do_checkpatch() {
 	tree_current
 	local f bad=0 out
 	while read -r f; do
-		if out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet "$f" 2>&1); then
+		if out=$(checkpatch_strict "$f"); then
 			echo "ok       $(basename "$f")"
 		else
 			echo "FAILED   $(basename "$f")"
@@ -541,7 +555,7 @@ do_mail() {
 	rm -f "$dir"/*.patch
 	n=$(tgit rev-list --count pristine..HEAD)
 	tgit_pure -c core.abbrev=12 format-patch -q --zero-commit --no-signature -n --thread \
-		--no-renames -o "$dir" pristine..HEAD
+		--find-renames -o "$dir" pristine..HEAD
 	write_cover "$dir/$(printf '%04d' 0)-cover-letter.patch" "PATCH"
 	sed -i "s|^Subject: \[PATCH 0/$n\]|Subject: [PATCH $(printf "%0${#n}d" 0)/$n]|" "$dir/0000-cover-letter.patch"
 	local to cc
