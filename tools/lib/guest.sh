@@ -22,6 +22,7 @@
 #   BLKCTX_GUEST_TEST_TIMEOUT seconds a test may run without a settings
 #       file that says (120; the guest's blkctx.timeout=)
 #   BLKCTX_GUEST_APPEND      more kernel command line
+#   BLKCTX_GUEST_CONTEXTS    mmc_core.contexts= for the guest: 1 (default), 0
 #   GUEST_LOG_SUFFIX         the console goes to $BUILD/selftests-ARCH$SUFFIX.log
 
 GUEST_DIR=$CACHE/guest
@@ -599,7 +600,9 @@ guest_initramfs() {
 # status, 124 when the guest was killed after $GUEST_TIMEOUT seconds.
 guest_boot() {
 	local arch=$1 kernel=$2 initrd=$3 log=$4 rc=0
-	local append="kunit.enable=0 panic=-1 ${BLKCTX_GUEST_APPEND:-}"
+	# eMMC contexts are opt-in: the guests turn them on unless told not to
+	local append="kunit.enable=0 panic=-1 mmc_core.contexts=${BLKCTX_GUEST_CONTEXTS:-1}"
+	append+=" ${BLKCTX_GUEST_APPEND:-}"
 	[ -z "${BLKCTX_SELFTESTS:-}" ] || append+=" blkctx.tests=$BLKCTX_SELFTESTS"
 	local -a qemu
 	case $arch in

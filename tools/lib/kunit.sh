@@ -119,18 +119,28 @@ do_kunit() {
 	return $rc
 }
 
-# Boot each architecture's KUnit kernel twice: with the emulated card's
-# contexts, and without them (mmc_emu.max_context_id=0), where the tests
-# that need contexts skip and the one for a card without them runs.
+# Boot each architecture's KUnit kernel with the emulated card's contexts
+# turned on (mmc_core.contexts=1), then with contexts left off, on a card
+# without contexts (mmc_emu.max_context_id=0) and on a host without CMD23
+# (mmc_emu.host_cmd23=0): there the tests that need contexts skip and those
+# for a card without them run.
 do_selftests_both() {
 	local arch rc=0
 	tree_current
 	for arch in $(arch_list "$@"); do
 		GUEST_LOG_SUFFIX="" guest_arch "$arch"
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-		# mmc_test does not look at contexts: once per architecture is enough
-		GUEST_LOG_SUFFIX=-nocontexts BLKCTX_GUEST_APPEND="mmc_emu.max_context_id=0" \
+		# mmc_test does not look at contexts: once per architecture is enough.
+		# Contexts left off, as they are unless the user asks for them:
+		GUEST_LOG_SUFFIX=-nocontexts BLKCTX_GUEST_CONTEXTS=0 \
 			BLKCTX_SELFTESTS="block,mmc:emmc_*" guest_arch "$arch"
+		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		# asked for, on a card without contexts and on a host without CMD23:
+		GUEST_LOG_SUFFIX=-cardnocontexts BLKCTX_GUEST_APPEND="mmc_emu.max_context_id=0" \
+			BLKCTX_SELFTESTS="block,mmc:emmc_*" guest_arch "$arch"
+		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		GUEST_LOG_SUFFIX=-nocmd23 BLKCTX_GUEST_APPEND="mmc_emu.host_cmd23=0" \
+			BLKCTX_SELFTESTS="mmc:emmc_contexts" guest_arch "$arch"
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
 	done
 	echo "selftests: $GUEST_PASSED passed, $GUEST_FAILED failed, $GUEST_SKIPPED skipped"
