@@ -255,11 +255,13 @@ sc_export() {
 		) || echo "export or mail failed ($mode)" >"$t/$mode.failed"
 	done
 	# without the isolation, the personal config changes the patch; mail's
-	# message ids are made of the time
+	# message ids are made of the time, and may fall in different seconds:
+	# drop them (and the headers that repeat them) before comparing
+	find "$t/plain" "$t/personal" -name '*.patch' -exec \
+		sed -i '/^Message-Id:/d; /^In-Reply-To:/d; /^References:/d' {} +
 	if HOME=$t/home git -C "$t/cache/linux" format-patch --stdout -1 | grep -q X-Personal &&
 		[ ! -e "$t/plain.failed" ] && [ ! -e "$t/personal.failed" ] &&
-		diff -r -I '^Message-Id:' -I '^In-Reply-To:' -I '^References:' \
-			"$t/plain" "$t/personal" >/dev/null; then
+		diff -r "$t/plain" "$t/personal" >/dev/null; then
 		sc_result "export and mail: the same bytes under a personal git config" 0
 	else
 		sc_result "export and mail: the same bytes under a personal git config" 1 \
