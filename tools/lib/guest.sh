@@ -765,6 +765,12 @@ guest_arch() {
 		guest_count 0 1 0
 		return 0
 	fi
+	if [ "$GUEST_BUILD" = kunit ] &&
+		[ "$(cat "$kdir/.blkctx-tree" 2>/dev/null)" != "$(tree_state)" ]; then
+		say "selftests: $arch: $kernel was not built from the tree as it is now (tools/blkctx kunit $arch builds it)"
+		guest_count 0 1 0
+		return 0
+	fi
 	# here, where its die stops the command, before its use in <(...)
 	guest_targets >/dev/null
 	mapfile -t dirs < <(guest_targets | cut -d' ' -f2-)

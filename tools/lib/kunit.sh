@@ -13,15 +13,25 @@ kunit_args() {
 }
 
 kunit_py() {
-	local arch=$1 sub=$2
+	local arch=$1 sub=$2 stamp=$BUILD/kunit-$1/.blkctx-tree state rc=0
 	local -a jobs=()
 	shift 2
 	# only run and build take --jobs
 	case $sub in run | build) jobs=(--jobs="$JOBS") ;; esac
 	mkdir -p "$BUILD/kunit-$arch"
+	# the kernel records the tree it was built from (guest_arch checks it);
+	# a build that fails leaves no record
+	state=$(tree_state)
+	case $sub in run | build) rm -f "$stamp" "$BUILD/kunit-$arch/test.log" ;; esac
 	# shellcheck disable=SC2046
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py "$sub" $(kunit_args "$arch") \
-		"${jobs[@]}" --make_options "CC=ccache ${arch_cc[$arch]}gcc" "$@")
+		"${jobs[@]}" --make_options "CC=ccache ${arch_cc[$arch]}gcc" "$@") || rc=$?
+	# run fails when a case fails, after building and booting the kernel
+	if { [ "$sub" = build ] && [ $rc -eq 0 ]; } ||
+		{ [ "$sub" = run ] && grep -q 'TAP version' "$BUILD/kunit-$arch/test.log" 2>/dev/null; }; then
+		echo "$state" >"$stamp"
+	fi
+	return $rc
 }
 
 # kunit_config ARCH FILE: the .config kunit.py builds for ARCH, made again
@@ -121,9 +131,11 @@ do_kunit() {
 
 # Boot each architecture's KUnit kernel with the emulated card's contexts
 # turned on (mmc_core.contexts=1), then with contexts left off, on a card
-# without contexts (mmc_emu.max_context_id=0) and on a host without CMD23
-# (mmc_emu.host_cmd23=0): there the tests that need contexts skip and those
-# for a card without them run.
+# without contexts (mmc_emu.max_context_id=0), on a host without CMD23
+# (mmc_emu.host_cmd23=0) and on cards whose context fields cannot be
+# trusted (a reserved bit set, an eMMC 4.41 card): there the tests that
+# need contexts skip and those for a card without them run.  A card with
+# the largest large unit (256 MiB) checks the write stream granularity.
 do_selftests_both() {
 	local arch rc=0
 	tree_current
@@ -141,6 +153,15 @@ do_selftests_both() {
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
 		GUEST_LOG_SUFFIX=-nocmd23 BLKCTX_GUEST_APPEND="mmc_emu.host_cmd23=0" \
 			BLKCTX_SELFTESTS="mmc:emmc_contexts" guest_arch "$arch"
+		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		GUEST_LOG_SUFFIX=-capsreserved BLKCTX_GUEST_APPEND="mmc_emu.context_caps_reserved=1" \
+			BLKCTX_SELFTESTS="mmc:emmc_contexts" guest_arch "$arch"
+		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		GUEST_LOG_SUFFIX=-emmc441 BLKCTX_GUEST_APPEND="mmc_emu.ext_csd_rev=5" \
+			BLKCTX_SELFTESTS="mmc:emmc_contexts" guest_arch "$arch"
+		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		GUEST_LOG_SUFFIX=-largeunit BLKCTX_GUEST_APPEND="mmc_emu.large_unit_size_mb=256" \
+			BLKCTX_SELFTESTS="mmc:emmc_contexts,mmc:emmc_extcsd" guest_arch "$arch"
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
 	done
 	echo "selftests: $GUEST_PASSED passed, $GUEST_FAILED failed, $GUEST_SKIPPED skipped"

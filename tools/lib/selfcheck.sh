@@ -234,6 +234,25 @@ sc_prepare() {
 		echo "reached"
 	)) || true
 	sc_same "the tree must hold the patch files as they are" "current" "$rc"
+	# a guest never boots a kernel built from another state of the tree
+	rc=$( (
+		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
+		patches_digest >"$TREE/.git/blkctx-applied"
+		GUEST_BUILD=kunit GUEST_FAILED=0
+		report_counts() { :; }
+		guest_initramfs() { echo "booted"; }
+		guest_boot() { echo "booted"; }
+		mkdir -p "$BUILD/kunit-x86_64/arch/x86/boot"
+		: >"$BUILD/kunit-x86_64/arch/x86/boot/bzImage"
+		tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
+		echo change >>"$TREE/a.c"
+		guest_arch x86_64 2>&1 | grep -o "was not built from the tree as it is now" || true
+		guest_arch x86_64 >/dev/null 2>&1
+		echo "failed $GUEST_FAILED"
+	)) || true
+	sc_same "guest: a kernel built from another state of the tree is refused" \
+		"was not built from the tree as it is now
+failed 1" "$rc"
 }
 
 # export and mail: the same bytes whatever the user's git configuration.

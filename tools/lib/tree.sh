@@ -75,6 +75,13 @@ tree_current() {
 		die "series/, kunit/ or selftests/ changed since $TREE was prepared or exported: run tools/blkctx prepare to apply them (it refuses while the tree has commits that are not exported; export those first)"
 }
 
+# tree_state: the tree's commit and its uncommitted changes, as a digest; a
+# kernel built from the tree records it, and a guest boots only a kernel
+# whose record matches the tree as it is now.
+tree_state() {
+	{ tgit rev-parse HEAD; tgit diff HEAD; } | sha256sum | cut -c1-16
+}
+
 # tree_exact: tree_current, and the tree holds nothing more than the files.
 tree_exact() {
 	tree_current
