@@ -135,7 +135,9 @@ do_kunit() {
 # (mmc_emu.host_cmd23=0) and on cards whose context fields cannot be
 # trusted (a reserved bit set, an eMMC 4.41 card): there the tests that
 # need contexts skip and those for a card without them run.  A card with
-# the largest large unit (256 MiB) checks the write stream granularity.
+# the largest large unit (256 MiB) checks the write stream granularity, and
+# a host with aggressive PM (mmc_emu.aggressive_pm=1) runtime-suspends the
+# card between the tests.
 do_selftests_both() {
 	local arch rc=0
 	tree_current
@@ -162,6 +164,9 @@ do_selftests_both() {
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
 		GUEST_LOG_SUFFIX=-largeunit BLKCTX_GUEST_APPEND="mmc_emu.large_unit_size_mb=256" \
 			BLKCTX_SELFTESTS="mmc:emmc_contexts,mmc:emmc_extcsd" guest_arch "$arch"
+		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		GUEST_LOG_SUFFIX=-runtimepm BLKCTX_GUEST_APPEND="mmc_emu.aggressive_pm=1" \
+			BLKCTX_SELFTESTS="mmc:emmc_contexts" guest_arch "$arch"
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
 	done
 	echo "selftests: $GUEST_PASSED passed, $GUEST_FAILED failed, $GUEST_SKIPPED skipped"
