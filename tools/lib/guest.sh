@@ -600,8 +600,10 @@ guest_initramfs() {
 # status, 124 when the guest was killed after $GUEST_TIMEOUT seconds.
 guest_boot() {
 	local arch=$1 kernel=$2 initrd=$3 log=$4 rc=0
+	# a task blocked for a minute is a hang the console shows (kernel_reports)
+	local append="kunit.enable=0 panic=-1 sysctl.kernel.hung_task_timeout_secs=60"
 	# eMMC contexts are opt-in: the guests turn them on unless told not to
-	local append="kunit.enable=0 panic=-1 mmc_core.contexts=${BLKCTX_GUEST_CONTEXTS:-1}"
+	append+=" mmc_core.contexts=${BLKCTX_GUEST_CONTEXTS:-1}"
 	append+=" ${BLKCTX_GUEST_APPEND:-}"
 	[ -z "${BLKCTX_SELFTESTS:-}" ] || append+=" blkctx.tests=$BLKCTX_SELFTESTS"
 	local -a qemu
@@ -703,8 +705,21 @@ guest_check_kconfig() {
 # ended with STATUS into GUEST_P, GUEST_F and GUEST_S; a guest that stopped
 # before the sentinel, or did not stop by itself, or ran no test, is one
 # failure more, explained.
+# kernel_reports LOG [ALLOWED]: the first line of every report of the
+# kernel's error detectors in a console log (KASAN, lockdep, sleeping in
+# atomic context, hung tasks, RCU stalls, WARN, BUG, oops; a panic alone
+# is the guest stopping early, which guest_judge counts), minus those that
+# match the extended regular expression ALLOWED.
+kernel_reports() {
+	local allowed=${2:-}
+	[ -f "$1" ] || return 0
+	tr -d '\r' <"$1" |
+		grep -E '^(\[ *[0-9.]+\] )?((BUG|WARNING|INFO): |Oops|watchdog: BUG)' |
+		{ if [ -n "$allowed" ]; then grep -Ev "$allowed"; else cat; fi; } || true
+}
+
 guest_judge() {
-	local arch=$1 log=$2 rc=$3 sentinel=0 counts p f s last panic
+	local arch=$1 log=$2 rc=$3 sentinel=0 counts p f s last panic reports
 	# no grep -q: the pipe would fail when grep stops reading early
 	if tr -d '\r' <"$log" | grep -xF "$GUEST_SENTINEL" >/dev/null; then
 		sentinel=1
@@ -729,6 +744,13 @@ guest_judge() {
 		f=$((f + 1))
 	elif [ $((p + f + s)) -eq 0 ]; then
 		say "selftests: $arch: ran no test"
+		f=$((f + 1))
+	fi
+	# whatever the tests said, a report of the kernel's detectors fails the run
+	reports=$(kernel_reports "$log")
+	if [ -n "$reports" ]; then
+		say "selftests: $arch: the kernel reported errors (see $log):"
+		echo "    ${reports//$'\n'/$'\n'    }" >&2
 		f=$((f + 1))
 	fi
 	GUEST_P=$p GUEST_F=$f GUEST_S=$s

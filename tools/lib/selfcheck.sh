@@ -99,9 +99,18 @@ timeout 0 1 1 0
 stopped 1 2 1 0
 stopped 124 2 1 0
 pass 124 3 1 0
+kasan 0 3 1 0
+lockdep 0 3 1 0
 CASES
 	sc_same "guest counts: an empty log" "0 1 0" \
 		"$( (guest_judge x86_64 /dev/null 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
+	sc_same "kernel reports: every detector's, not the expected KUnit WARN" \
+		"WARNING: possible circular locking dependency detected
+BUG: sleeping function called from invalid context at kernel/time/sleep_timeout.c:269
+INFO: task emmc_contexts:181 blocked for more than 5 seconds.
+WARNING: CPU: 0 PID: 170 at fs/ext4/context.c:42 ext4_context_note_write+0x11/0x40" \
+		"$( (kernel_reports "$d/guest-lockdep.log"
+			kernel_reports "$d/kunit-warn.log" "$KUNIT_EXPECTED_WARN") | sed 's/^\[ *[0-9.]*\] //')"
 }
 
 # A fake tools/blkctx for test's steps: each step does what its name says.
