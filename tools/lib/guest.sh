@@ -74,7 +74,7 @@ guest_setup() {
 guest_apt_ready() {
 	local darch=$1
 	if [ "$darch" != "$(dpkg --print-architecture)" ] &&
-		! dpkg --print-foreign-architectures | grep -qx "$darch"; then
+		! dpkg --print-foreign-architectures | grep -x "$darch" >/dev/null; then
 		[ "$(id -u)" -eq 0 ] ||
 			die "dpkg does not know the $darch architecture; as root run: dpkg --add-architecture $darch && apt-get update (tools/blkctx setup does it)"
 		say "guest: adding the $darch architecture to dpkg"

@@ -141,45 +141,37 @@ do_kunit() {
 	return $rc
 }
 
-# Boot each architecture's KUnit kernel with the emulated card's contexts
-# turned on (mmc_core.contexts=1), then with contexts left off, on a card
-# without contexts (mmc_emu.max_context_id=0), on a host without CMD23
-# (mmc_emu.host_cmd23=0) and on cards whose context fields cannot be
-# trusted (a reserved bit set, an eMMC 4.41 card): there the tests that
-# need contexts skip and those for a card without them run.  A card with
-# the largest large unit (256 MiB) checks the write stream granularity, and
-# a host with aggressive PM (mmc_emu.aggressive_pm=1) runtime-suspends the
-# card between the tests.
+# The guests each architecture boots after the first, which runs every test
+# with the card's contexts turned on (mmc_core.contexts=1): log suffix,
+# mmc_core.contexts, more kernel parameters ("-" for none), the tests.
+# mmc_test does not look at contexts, so it runs only in the first.  Where
+# contexts are off, on a card without them, on a host without CMD23 and on
+# cards whose context fields cannot be trusted, the tests that need contexts
+# skip and those for a card without them run; the largest large unit checks
+# the granularity; aggressive PM runtime-suspends the card between tests.
+SELFTEST_GUESTS=(
+	"-nocontexts 0 - block,mmc:emmc_*"
+	"-cardnocontexts 1 mmc_emu.max_context_id=0 block,mmc:emmc_*"
+	"-nocmd23 1 mmc_emu.host_cmd23=0 mmc:emmc_contexts"
+	"-capsreserved 1 mmc_emu.context_caps_reserved=1 mmc:emmc_contexts"
+	"-emmc441 1 mmc_emu.ext_csd_rev=5 mmc:emmc_contexts"
+	"-largeunit 1 mmc_emu.large_unit_size_mb=256 mmc:emmc_contexts,mmc:emmc_extcsd"
+	"-runtimepm 1 mmc_emu.aggressive_pm=1 mmc:emmc_contexts"
+)
+
 do_selftests_both() {
-	local arch rc=0
+	local arch guest suffix contexts append tests rc=0
 	tree_current
 	for arch in $(arch_list "$@"); do
 		GUEST_LOG_SUFFIX="" guest_arch "$arch"
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-		# mmc_test does not look at contexts: once per architecture is enough.
-		# Contexts left off, as they are unless the user asks for them:
-		GUEST_LOG_SUFFIX=-nocontexts BLKCTX_GUEST_CONTEXTS=0 \
-			BLKCTX_SELFTESTS="block,mmc:emmc_*" guest_arch "$arch"
-		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-		# asked for, on a card without contexts and on a host without CMD23:
-		GUEST_LOG_SUFFIX=-cardnocontexts BLKCTX_GUEST_APPEND="mmc_emu.max_context_id=0" \
-			BLKCTX_SELFTESTS="block,mmc:emmc_*" guest_arch "$arch"
-		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-		GUEST_LOG_SUFFIX=-nocmd23 BLKCTX_GUEST_APPEND="mmc_emu.host_cmd23=0" \
-			BLKCTX_SELFTESTS="mmc:emmc_contexts" guest_arch "$arch"
-		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-		GUEST_LOG_SUFFIX=-capsreserved BLKCTX_GUEST_APPEND="mmc_emu.context_caps_reserved=1" \
-			BLKCTX_SELFTESTS="mmc:emmc_contexts" guest_arch "$arch"
-		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-		GUEST_LOG_SUFFIX=-emmc441 BLKCTX_GUEST_APPEND="mmc_emu.ext_csd_rev=5" \
-			BLKCTX_SELFTESTS="mmc:emmc_contexts" guest_arch "$arch"
-		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-		GUEST_LOG_SUFFIX=-largeunit BLKCTX_GUEST_APPEND="mmc_emu.large_unit_size_mb=256" \
-			BLKCTX_SELFTESTS="mmc:emmc_contexts,mmc:emmc_extcsd" guest_arch "$arch"
-		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-		GUEST_LOG_SUFFIX=-runtimepm BLKCTX_GUEST_APPEND="mmc_emu.aggressive_pm=1" \
-			BLKCTX_SELFTESTS="mmc:emmc_contexts" guest_arch "$arch"
-		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		for guest in "${SELFTEST_GUESTS[@]}"; do
+			read -r suffix contexts append tests <<<"$guest"
+			[ "$append" != - ] || append=""
+			GUEST_LOG_SUFFIX=$suffix BLKCTX_GUEST_CONTEXTS=$contexts \
+				BLKCTX_GUEST_APPEND=$append BLKCTX_SELFTESTS=$tests guest_arch "$arch"
+			[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		done
 	done
 	echo "selftests: $GUEST_PASSED passed, $GUEST_FAILED failed, $GUEST_SKIPPED skipped"
 	return $rc

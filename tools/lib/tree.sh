@@ -11,7 +11,7 @@ do_setup() {
 	local missing=() p
 	# shellcheck disable=SC2046,SC2086 # lists of words
 	for p in $(printf '%s\n' $HOST_PACKAGES $(guest_packages) | sort -u); do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'ok installed' >/dev/null ||
 			missing+=("$p")
 	done
 	if [ ${#missing[@]} -eq 0 ]; then
@@ -269,7 +269,7 @@ checkpatch_strict() {
 	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --ignore CAMELCASE "$1" 2>&1) || rc=1
 	[ $rc -eq 0 ] || { printf '%s\n' "$out"; return 1; }
 	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --types CAMELCASE "$1" 2>&1) && return 0
-	if printf '%s\n' "$out" | grep '^CHECK:' | grep -qv '^CHECK: Avoid CamelCase: <Opt_[a-z_]*>$'; then
+	if printf '%s\n' "$out" | grep '^CHECK:' | grep -v '^CHECK: Avoid CamelCase: <Opt_[a-z_]*>$' >/dev/null; then
 		printf '%s\n' "$out"
 		return 1
 	fi
