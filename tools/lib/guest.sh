@@ -701,10 +701,6 @@ guest_check_kconfig() {
 	echo "${missing# }"
 }
 
-# guest_judge ARCH LOG STATUS: count the console LOG of a boot that qemu
-# ended with STATUS into GUEST_P, GUEST_F and GUEST_S; a guest that stopped
-# before the sentinel, or did not stop by itself, or ran no test, is one
-# failure more, explained.
 # kernel_reports LOG [ALLOWED]: the first line of every report of the
 # kernel's error detectors in a console log (KASAN, lockdep, sleeping in
 # atomic context, hung tasks, RCU stalls, WARN, BUG, oops; a panic alone
@@ -718,6 +714,11 @@ kernel_reports() {
 		{ if [ -n "$allowed" ]; then grep -Ev "$allowed"; else cat; fi; } || true
 }
 
+# guest_judge ARCH LOG STATUS: count the console LOG of a boot that qemu
+# ended with STATUS into GUEST_P, GUEST_F and GUEST_S; a guest that stopped
+# before the sentinel, or did not stop by itself, or ran no test, or whose
+# console has a report of the kernel's detectors (kernel_reports), is one
+# failure more, explained.
 guest_judge() {
 	local arch=$1 log=$2 rc=$3 sentinel=0 counts p f s last panic reports
 	# no grep -q: the pipe would fail when grep stops reading early

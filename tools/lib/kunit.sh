@@ -21,8 +21,10 @@ kunit_py() {
 	mkdir -p "$BUILD/kunit-$arch"
 	# the kernel records the tree it was built from (guest_arch checks it);
 	# a build that fails leaves no record
-	state=$(tree_state)
-	case $sub in run | build) rm -f "$stamp" "$BUILD/kunit-$arch/test.log" ;; esac
+	case $sub in run | build)
+		state=$(tree_state)
+		rm -f "$stamp" "$BUILD/kunit-$arch/test.log" ;;
+	esac
 	# shellcheck disable=SC2046
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py "$sub" $(kunit_args "$arch") \
 		"${jobs[@]}" --make_options "CC=ccache ${arch_cc[$arch]}gcc" "$@") || rc=$?
