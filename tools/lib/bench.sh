@@ -16,10 +16,17 @@
 #   BLKCTX_BENCH_BLOCK      erase block in KiB [256]
 #   BLKCTX_BENCH_OP         over-provisioning in percent [7]
 #   BLKCTX_BENCH_FILL       percent of the filesystem kept in use [80]
-#   BLKCTX_BENCH_DISCARD    mount -o discard, so deletions reach the card [1]
+#   BLKCTX_BENCH_DISCARD    1: mount -o discard, so deletions reach the card;
+#                           0: without; 1,0: a table of each [1,0]
+#   BLKCTX_BENCH_ISOLATION  run the first seed again in reverse order [1]
+#   BLKCTX_BENCH_GEOMETRIES other cards, erase block KiB:spare percent
+#                           [256:14,256:28,128:7,512:14]; empty: none
+#   BLKCTX_BENCH_SWEEP_POLICIES  their policies [none,inode]
+#   BLKCTX_BENCH_SWEEP_WORKLOADS their workloads [mail,db,mix]
 #   BLKCTX_BENCH_WARMUP     writes before counting, in card sizes [2]
 #   BLKCTX_BENCH_VOLUME     writes counted, in card sizes [2]
-#   BLKCTX_BENCH_SEED       [1]
+#   BLKCTX_BENCH_SEEDS      each run once per seed; the table gives the
+#                           spread [1,2,3]
 #   BLKCTX_BENCH_OUT        where the table and plot go [$BUILD/bench]
 
 # bench_tenths N: N card sizes in tenths; false when N is no such number
@@ -29,37 +36,56 @@ bench_tenths() {
 }
 
 # bench_lines LOG KEY: ctxbench's lines of the guest's console LOG that
-# start with KEY= (workload= for results, seed= for the parameters), without
+# start with KEY= (workload= for results, seeds= for the parameters), without
 # the console's carriage returns and the indentation or "#" of the runner.
 bench_lines() {
 	tr -d '\r' <"$1" | sed -n "s/^ *\(# *\)\{0,1\}ctxbench: \($2=\)/\2/p"
 }
 
 # bench_table LOG: the result lines of LOG as a table, one row per workload
-# and policy, with WAF - 1 against the no-context baseline.
+# and policy over its seeds: the mean WAF and its spread (lowest-highest),
+# the excess (WAF - 1) against the no-context baseline, the limit (the mean
+# WAF of future-knowledge placement on the row's own logs) and the share of
+# none's gap to its limit that the policy closes.
 bench_table() {
 	bench_lines "$1" workload |
 		awk '
 		{
+			delete v
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 			key = v["workload"] SUBSEP v["policy"]
-			row[++n] = key
-			w[key] = v["workload"]; p[key] = v["policy"]
-			waf[key] = v["waf"]; host[key] = v["host_pages"]; nand[key] = v["nand_pages"]
-			gc[key] = v["gc_moved"]; er[key] = v["erases"]
-			req[key] = v["write_requests"]; mrg[key] = v["write_merges"]
-			if (v["policy"] == "none") base[v["workload"]] = v["waf"]
+			if (!(key in runs)) { row[++n] = key; w[key] = v["workload"]; p[key] = v["policy"] }
+			runs[key]++
+			waf[key] += v["waf"]
+			if (!(key in lo) || v["waf"] < lo[key]) lo[key] = v["waf"]
+			if (!(key in hi) || v["waf"] > hi[key]) hi[key] = v["waf"]
+			if (v["limit_waf"] != "") { lim[key] += v["limit_waf"]; nlim[key]++ }
+			host[key] += v["host_pages"]; nand[key] += v["nand_pages"]
+			gc[key] += v["gc_moved"]; er[key] += v["erases"]
+			req[key] += v["write_requests"]; mrg[key] += v["write_merges"]
+			open[key] += v["open_blocks"]
 		}
 		END {
-			printf "%-6s %-16s %6s %7s %10s %10s %10s %8s %9s %8s\n", "load", "policy", "WAF", "vs none",
-				"host pages", "NAND pages", "GC moves", "erases", "requests", "merges"
+			printf "%-6s %-16s %4s %6s %13s %7s %6s %6s %10s %10s %8s %9s %8s %4s\n", "load", "policy",
+				"runs", "WAF", "spread", "vs none", "limit", "gap", "host pages", "GC moves",
+				"erases", "requests", "merges", "open"
 			for (i = 1; i <= n; i++) {
-				k = row[i]
-				b = base[w[k]]
-				if (w[k] == "seq" || b == "" || b - 1 <= 0) rel = "-"
-				else rel = sprintf("%+.0f%%", ((waf[k] - 1) / (b - 1) - 1) * 100)
-				printf "%-6s %-16s %6s %7s %10d %10d %10d %8d %9d %8d\n", w[k], p[k], waf[k], rel,
-					host[k], nand[k], gc[k], er[k], req[k], mrg[k]
+				k = row[i]; r = runs[k]
+				m[k] = waf[k] / r
+				if (k in nlim) ml[k] = lim[k] / nlim[k]
+			}
+			for (i = 1; i <= n; i++) {
+				k = row[i]; r = runs[k]
+				b = w[k] SUBSEP "none"
+				rel = "-"; gap = "-"
+				if (w[k] != "seq" && (b in m) && m[b] - 1 > 0.0005)
+					rel = sprintf("%+.0f%%", ((m[k] - 1) / (m[b] - 1) - 1) * 100)
+				if ((b in ml) && m[b] - ml[b] > 0.0005)
+					gap = sprintf("%.0f%%", (m[b] - m[k]) / (m[b] - ml[b]) * 100)
+				printf "%-6s %-16s %4d %6.3f %13s %7s %6s %6s %10d %10d %8d %9d %8d %4.1f\n", w[k], p[k], r,
+					m[k], lo[k] == hi[k] ? lo[k] : lo[k] "-" hi[k], rel,
+					(k in ml) ? sprintf("%.3f", ml[k]) : "-", gap,
+					host[k] / r, gc[k] / r, er[k] / r, req[k] / r, mrg[k] / r, open[k] / r
 			}
 		}'
 }
@@ -68,10 +94,12 @@ bench_table() {
 bench_caption() {
 	sed -n '1s/^# //p' "$1" | tr ' ' '\n' | awk -F= '{ v[$1] = $2 }
 	END {
-		printf "%d MiB card, %d KiB erase blocks, %d KiB pages, %s%% spare, %s streams; fs %s full, discard %s; warmup %s, counted %s card sizes; seed %s",
+		printf "%d MiB card, %d KiB erase blocks, %d KiB pages, %s%% spare (%d blocks), %s streams; fs %s full, discard %s; warmup %s, counted %s card sizes; seeds %s",
 			v["logical_pages"] * v["page_bytes"] / 1048576, v["block_bytes"] / 1024,
-			v["page_bytes"] / 1024, v["op_percent"], v["streams"], v["fill"],
-			v["discard"] ? "on" : "off", v["warmup"], v["volume"], v["seed"]
+			v["page_bytes"] / 1024, v["op_percent"],
+			v["physical_blocks"] - v["logical_pages"] * v["page_bytes"] / v["block_bytes"],
+			v["streams"], v["fill"],
+			v["discard"] ? "on" : "off", v["warmup"], v["volume"], v["seeds"]
 	}'
 }
 
@@ -86,20 +114,23 @@ bench_plot() {
 	awk '!/^#/ && NR > 2 && $1 != "seq" {
 		if (!(($1) in seenw)) { seenw[$1] = 1; ws[++nw] = $1 }
 		if (!(($2) in seenp)) { seenp[$2] = 1; all[++na] = $2 }
-		waf[$1, $2] = $3
+		waf[$1, $2] = $4
+		if ($2 == "none" && $7 != "-") lim[$1] = $7
 	}
 	END {
 		for (j = 1; j <= na; j++) if (all[j] !~ /[+]journal$/) ps[++np] = all[j]
 		for (j = 1; j <= na; j++) if (all[j] ~ /[+]journal$/) ps[++np] = all[j]
-		printf "load"; for (j = 1; j <= np; j++) printf " %s", ps[j]; print ""
+		printf "load"; for (j = 1; j <= np; j++) printf " %s", ps[j]; print " limit"
 		for (i = 1; i <= nw; i++) {
 			printf "%s", ws[i]
 			for (j = 1; j <= np; j++) printf " %s", ((ws[i], ps[j]) in waf) ? waf[ws[i], ps[j]] : "?"
+			printf " %s", (ws[i] in lim) ? lim[ws[i]] : "?"
 			print ""
 		}
 	}' "$table" >"$data"
 	cols=$(head -1 "$data" | wc -w)
-	plain=$(head -1 "$data" | tr ' ' '\n' | tail -n +2 | grep -cv '+journal$' || true)
+	# the policies without +journal, the limit (the last column) not counted
+	plain=$(($(head -1 "$data" | tr ' ' '\n' | tail -n +2 | grep -cv '+journal$' || true) - 1))
 	gnuplot <<PLOT || say "bench: gnuplot failed"
 set terminal pngcairo size 1280,600 font ",10" noenhanced
 set output "$png"
@@ -116,8 +147,8 @@ set grid ytics
 colors = "#1b9e77 #d95f02 #7570b3 #e7298a #66a61e #e6ab02 #a6761d #666666 #1f78b4 #b2df8a"
 plain = $plain
 plot for [i=2:plain+1] "$data" using i:xtic(1) lc rgb word(colors, (i - 2) % 10 + 1), \
-	for [i=plain+2:$cols] "$data" using i lc rgb word(colors, (i - plain - 2) % 10 + 1) fs pattern 4 border, \
-	1 with lines dt 2 lc rgb "black" title "limit (1.0)"
+	for [i=plain+2:$cols-1] "$data" using i lc rgb word(colors, (i - plain - 2) % 10 + 1) fs pattern 4 border, \
+	"$data" using $cols lc rgb "black" title "limit (future knowledge)"
 PLOT
 	rm -f "$data"
 }
@@ -154,8 +185,8 @@ bench_guest() {
 	append+=" mmc_emu.ftl_op_percent=${BLKCTX_BENCH_OP:-7}"
 	append+=" ctxbench.workloads=${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,seq}"
 	append+=" ctxbench.policies=$policies"
-	append+=" ctxbench.fill=${BLKCTX_BENCH_FILL:-80} ctxbench.seed=${BLKCTX_BENCH_SEED:-1}"
-	append+=" ctxbench.discard=${BLKCTX_BENCH_DISCARD:-1}"
+	append+=" ctxbench.fill=${BLKCTX_BENCH_FILL:-80} ctxbench.seeds=${BLKCTX_BENCH_SEEDS:-1,2,3}"
+	append+=" mmc_emu.log_entries=1048576"
 	append+=" ctxbench.warmup=$BENCH_WARMUP ctxbench.volume=$BENCH_VOLUME $extra"
 	GUEST_BUILD=$build GUEST_LOG_SUFFIX=$suffix \
 		BLKCTX_SELFTEST_TARGETS="bench=$REPO/tools/guest/bench" \
@@ -228,13 +259,120 @@ bench_requests_table() {
 	rm -f "${files[@]}"
 }
 
+# bench_policies: the policy list of the WAF runs, with +journal if asked.
+bench_policies() {
+	local policies=${BLKCTX_BENCH_POLICIES:-none,inode,parent,process,temporal,size,create,hint} p with=""
+	if [ "${BLKCTX_BENCH_JOURNAL:-1}" = 1 ]; then
+		for p in ${policies//,/ }; do with+=",$p,$p+journal"; done
+		policies=${with#,}
+	fi
+	echo "$policies"
+}
+
+# bench_reverse LIST: the comma separated LIST backwards.
+bench_reverse() {
+	tr ',' '\n' <<<"$1" | tac | paste -sd,
+}
+
+# bench_waf NAME POLICIES EXTRA: one boot of the WAF runs, its table in
+# $out/table-NAME.txt with the parameters as its first line.
+bench_waf() {
+	local name=$1 policies=$2 extra=$3 log=$BUILD/selftests-x86_64-bench.log
+	say "bench: $name: policies $policies; $extra"
+	bench_guest kunit -bench "$policies" "$extra"
+	{
+		echo "# $(bench_lines "$log" seeds | head -1)"
+		bench_table "$log"
+	} >"$out/table-$name.txt"
+	cp "$log" "$out/guest-$name.log"
+	cat "$out/table-$name.txt"
+}
+
+# bench_isolation IN_ORDER REVERSED: each run of the first seed in both
+# tables' logs, side by side: the same run after different others.
+bench_isolation() {
+	{
+		bench_lines "$out/guest-$1.log" workload | sed 's/^/A /'
+		bench_lines "$out/guest-$2.log" workload | sed 's/^/B /'
+	} | awk -v seed="$3" '
+	{
+		delete v
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		if (v["workload"] == "seq" || v["seed"] != seed) next
+		k = v["workload"] " " v["policy"]
+		if (!(k in seen)) { seen[k] = 1; keys[++n] = k }
+		waf[$1, k] = v["waf"]
+	}
+	END {
+		printf "%-6s %-16s %10s %10s %7s\n", "load", "policy", "in order", "reversed", "diff"
+		for (i = 1; i <= n; i++) {
+			k = keys[i]
+			if (!(("A", k) in waf) || !(("B", k) in waf)) continue
+			split(k, kp, " ")
+			printf "%-6s %-16s %10s %10s %+7.3f\n", kp[1], kp[2], waf["A", k], waf["B", k],
+				waf["B", k] - waf["A", k]
+		}
+	}'
+}
+
+# bench_results: every table of $out as one Markdown file, each with its
+# parameters, and what the columns mean.
+bench_results() {
+	local t name
+	cat <<EOF
+# Benchmark results
+
+Made by \`tools/blkctx bench\` on $(date -u +%Y-%m-%d) from $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo "an unknown commit")
+(kernel: the series on Debian's linux-source-6.12, x86_64 guest under QEMU TCG).
+Environment: $(env | grep '^BLKCTX_BENCH_' | sort | tr '\n' ' ')
+
+Columns: \`runs\` one per seed; \`WAF\` NAND pages programmed per host page
+written in the counted window, the mean over the seeds, and \`spread\` the
+lowest and highest; \`vs none\` the change of the excess (WAF - 1) against
+\`none\`; \`limit\` the mean WAF of the same runs' command logs replayed
+through the card's FTL code with future-knowledge placement (each page in a
+stream chosen from its true lifetime, SepBIT's oracle), the best that
+placement gets from the card's 16 streams; \`gap\` the share of none's gap
+to its limit that the policy closes (100% reaches the limit, below 0% is
+worse than none); \`open\` the erase blocks open at the end of a run, of
+16 host streams and garbage collection. Every run starts from a new card
+(the whole card discarded and checked), and every run's log replayed with
+its logged contexts gave the card's own counts exactly.
+
+The model: one open erase block per context (0: metadata, journal and
+untagged data), one shared by garbage collection for the pages it moves,
+greedy GC when a stream needs a block and one is free; spare blocks as the
+caption says. Contexts cost open blocks: 16 open host blocks and GC's hold
+17 of the spare blocks when every context is used.
+EOF
+	for t in "$out"/table-*.txt; do
+		name=$(basename "$t" .txt)
+		name=${name#table-}
+		printf '\n## %s\n\n%s\n\n```\n' "$name" "$(bench_caption "$t")"
+		tail -n +2 "$t"
+		printf '```\n'
+		[ ! -f "$out/waf-$name.png" ] || printf '\nPlot: waf-%s.png\n' "$name"
+	done
+	if [ -s "$out/isolation.txt" ]; then
+		printf '\n## Isolation\n\nThe first seed of each run, in the order of the first table and in reverse order (so after different runs):\n\n```\n'
+		cat "$out/isolation.txt"
+		printf '```\n'
+	fi
+}
+
 do_bench() {
-	local out=${BLKCTX_BENCH_OUT:-$BUILD/bench} log policies p with="" i
+	local out=${BLKCTX_BENCH_OUT:-$BUILD/bench} policies d g i
 	local repeat=${BLKCTX_BENCH_REPEAT:-3} pristine="" plain="" contexts=""
+	local discards=${BLKCTX_BENCH_DISCARD:-1,0} seeds=${BLKCTX_BENCH_SEEDS:-1,2,3}
+	local geometries=${BLKCTX_BENCH_GEOMETRIES-256:14,256:28,128:7,512:14}
 	BENCH_WARMUP=$(bench_tenths "${BLKCTX_BENCH_WARMUP:-2}") ||
 		die "bench: BLKCTX_BENCH_WARMUP=${BLKCTX_BENCH_WARMUP:-} is not a number of card sizes like 2 or 2.5"
 	BENCH_VOLUME=$(bench_tenths "${BLKCTX_BENCH_VOLUME:-2}") ||
 		die "bench: BLKCTX_BENCH_VOLUME=${BLKCTX_BENCH_VOLUME:-} is not a number of card sizes like 2 or 2.5"
+	[[ $discards =~ ^[01](,[01])*$ ]] || die "bench: BLKCTX_BENCH_DISCARD=$discards: 1, 0 or 1,0"
+	[[ $seeds =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bench: BLKCTX_BENCH_SEEDS=$seeds: seeds like 1,2,3"
+	[[ -z $geometries || $geometries =~ ^[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*$ ]] ||
+		die "bench: BLKCTX_BENCH_GEOMETRIES=$geometries: erase block KiB:spare percent pairs like 256:14,128:7"
 	do_setup
 	if ! command -v gnuplot >/dev/null && [ "$(id -u)" -eq 0 ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gnuplot-nox >&2 ||
@@ -243,22 +381,31 @@ do_bench() {
 	do_prepare
 	kunit_build x86_64 bench
 	mkdir -p "$out"
+	rm -f "$out"/table-*.txt "$out"/guest-*.log "$out"/isolation.txt
 	if [ "${BLKCTX_BENCH_WAF:-1}" = 1 ]; then
-		policies=${BLKCTX_BENCH_POLICIES:-none,inode,parent,process,temporal,size,create,hint}
-		if [ "${BLKCTX_BENCH_JOURNAL:-1}" = 1 ]; then
-			for p in ${policies//,/ }; do with+=",$p,$p+journal"; done
-			policies=${with#,}
+		policies=$(bench_policies)
+		for d in ${discards//,/ }; do
+			bench_waf "discard$d" "$policies" "ctxbench.discard=$d ctxbench.seeds=$seeds"
+			bench_plot "$out/table-discard$d.txt" "$out/waf-discard$d.png"
+		done
+		# The first seed's runs again, each after different others
+		if [ "${BLKCTX_BENCH_ISOLATION:-1}" = 1 ]; then
+			d=${discards%%,*}
+			BLKCTX_BENCH_WORKLOADS=$(bench_reverse "${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,seq}") \
+				bench_waf reversed "$(bench_reverse "$policies")" \
+				"ctxbench.discard=$d ctxbench.seeds=${seeds%%,*}"
+			bench_isolation "discard$d" reversed "${seeds%%,*}" >"$out/isolation.txt"
+			cat "$out/isolation.txt"
 		fi
-		log=$BUILD/selftests-x86_64-bench.log
-		bench_guest kunit -bench "$policies"
-		{
-			echo "# $(bench_lines "$log" seed | head -1)"
-			bench_table "$log"
-		} >"$out/table.txt"
-		cp "$log" "$out/guest.log"
-		bench_plot "$out/table.txt" "$out/waf.png"
-		cat "$out/table.txt"
-		say "bench: table in $out/table.txt, plot in $out/waf.png"
+		# Other cards: erase block and spare, none against inode and the limit
+		for g in ${geometries//,/ }; do
+			BLKCTX_BENCH_BLOCK=${g%%:*} BLKCTX_BENCH_OP=${g#*:} \
+				BLKCTX_BENCH_WORKLOADS=${BLKCTX_BENCH_SWEEP_WORKLOADS:-mail,db,mix} \
+				bench_waf "geometry-${g/:/-}" "${BLKCTX_BENCH_SWEEP_POLICIES:-none,inode}" \
+				"ctxbench.discard=${discards%%,*} ctxbench.seeds=$seeds"
+		done
+		bench_results >"$out/results.md"
+		say "bench: tables, plots and parameters in $out/results.md"
 	fi
 	[ "${BLKCTX_BENCH_REQUESTS:-1}" = 1 ] || return 0
 
@@ -267,13 +414,13 @@ do_bench() {
 	# none and inode: one kernel's own runs show how far counts vary.
 	bench_pristine_kernel
 	for i in $(seq "$repeat"); do
-		bench_guest pristine-emu -bench-requests default
+		bench_guest pristine-emu -bench-requests default ctxbench.seeds=1
 		cp "$BUILD/selftests-x86_64-bench-requests.log" "$out/requests-pristine-$i.log"
 		pristine+=" $out/requests-pristine-$i.log"
-		bench_guest kunit -bench-requests default mmc_emu.max_context_id=0
+		bench_guest kunit -bench-requests default "mmc_emu.max_context_id=0 ctxbench.seeds=1"
 		cp "$BUILD/selftests-x86_64-bench-requests.log" "$out/requests-nocontexts-$i.log"
 		plain+=" $out/requests-nocontexts-$i.log"
-		bench_guest kunit -bench-requests none,inode
+		bench_guest kunit -bench-requests none,inode ctxbench.seeds=1
 		cp "$BUILD/selftests-x86_64-bench-requests.log" "$out/requests-contexts-$i.log"
 		contexts+=" $out/requests-contexts-$i.log"
 	done
@@ -284,4 +431,69 @@ do_bench() {
 	echo "write requests and merges the card received, fewest-most over $repeat runs"
 	cat "$out/requests.txt"
 	say "bench: request counts in $out/requests.txt"
+}
+
+# bench_replay_case NAME EXPECTED ARGS...: one case of ftlreplay on the
+# host; EXPECTED is a fixed string its output (stdout and stderr) holds.
+bench_replay_case() {
+	local name=$1 want=$2 got
+	shift 2
+	got=$("$BUILD/ftlreplay" "$@" 2>&1 || true)
+	if [[ $got == *"$want"* ]]; then
+		BENCH_PASS=$((BENCH_PASS + 1))
+		say "bench-check: ok: $name"
+	else
+		BENCH_FAIL=$((BENCH_FAIL + 1))
+		say "bench-check: FAILED: $name: wanted \"$want\", got: $got"
+	fi
+}
+
+# The benchmark's machinery, checked in the test command. On the host,
+# ftlreplay built from the tree's FTL replays canned logs of the geometry
+# of the FTL's KUnit suite: with the logged contexts it must give that
+# suite's hand-worked counts, with future knowledge no GC at all, and a log
+# with a hole is refused. In the guest, a short run of db under none and
+# inode: ctxbench fails a run that does not start from a new card or whose
+# log does not replay to the card's own counts; a case passes when its run
+# printed the replay's verdict and a limit.
+do_bench_check() {
+	local log=$BUILD/selftests-x86_64-bench-check.log line p sc=$REPO/tools/selfcheck failed
+	local -a tiny=(--sectors 400 --page-bytes 512 --block-bytes 2048 --op-percent 18
+		--from 0 --count-from 0 --count-to 403)
+	BENCH_PASS=0 BENCH_FAIL=0
+	do_setup
+	do_prepare
+	gcc -Wall -O2 -I"$REPO/tools/guest/bench/kshim" -I"$TREE/drivers/mmc/host" \
+		-DKBUILD_MODNAME='"mmc_emu"' -o "$BUILD/ftlreplay" \
+		"$REPO/tools/guest/bench/ftlreplay.c" "$TREE/drivers/mmc/host/mmc_emu_ftl.c" ||
+		die "bench-check: ftlreplay does not build against the tree's FTL"
+	bench_replay_case "the logged contexts give the FTL suite's counts" \
+		"placement=logged host_pages=600 nand_pages=732 gc_moved=132 erases=66 waf=1.220" \
+		"${tiny[@]}" --placement logged "$sc/ftl-two-lifetimes.log"
+	bench_replay_case "placement by true lifetime moves nothing" \
+		"placement=future host_pages=600 nand_pages=600 gc_moved=0" \
+		"${tiny[@]}" --placement future "$sc/ftl-two-lifetimes.log"
+	bench_replay_case "a log with a hole is refused" \
+		"the log has no command 17" \
+		"${tiny[@]}" --placement logged "$sc/ftl-gap.log"
+	# counted now, so that a guest that dies does not lose them
+	report_counts bench-check-replay $BENCH_PASS $BENCH_FAIL 0
+	failed=$BENCH_FAIL BENCH_PASS=0 BENCH_FAIL=0
+
+	kunit_build x86_64 bench-check
+	BENCH_WARMUP=5 BENCH_VOLUME=5
+	BLKCTX_BENCH_WORKLOADS=db bench_guest kunit -bench-check none,inode \
+		"ctxbench.discard=1 ctxbench.seeds=1"
+	for p in none inode; do
+		line=$(bench_lines "$log" workload | grep " policy=$p " || true)
+		if [[ $line == *" replay=exact "*" limit_waf="* ]]; then
+			BENCH_PASS=$((BENCH_PASS + 1))
+			say "bench-check: ok: $line"
+		else
+			BENCH_FAIL=$((BENCH_FAIL + 1))
+			say "bench-check: FAILED: no replayed run of db under $p in $log"
+		fi
+	done
+	report_counts bench-check $BENCH_PASS $BENCH_FAIL 0
+	[ $((failed + BENCH_FAIL)) -eq 0 ] || { say "bench-check: see $log"; exit 1; }
 }

@@ -9,9 +9,18 @@
  * Parameters come from the kernel command line (the guest has no other
  * way in): ctxbench.workloads=mail,db,mix,seq ctxbench.policies=none,inode,...
  * ctxbench.warmup=N ctxbench.volume=N (in tenths of the card's logical size)
- * ctxbench.seed=N ctxbench.fill=N (percent of the filesystem kept in use)
+ * ctxbench.seeds=N,N,... (each workload and policy runs once per seed)
+ * ctxbench.fill=N (percent of the filesystem kept in use)
  * ctxbench.discard=0|1 (mount -o discard, so that deleted files reach the
  * flash model as trims; the default, as a periodic fstrim would do too).
+ *
+ * Every run starts from the state of a new card: ctxbench discards the whole
+ * card, after which the card's flash model has erased every block (mmc_emu
+ * does that when no page holds data), and checks it. Then it replays the
+ * card's command log of the run through the same FTL code in userspace
+ * (ftlreplay): with the logged contexts the counts must be the card's own,
+ * exactly, and with future-knowledge placement they give the limit, the
+ * best that placement by true lifetime gets from the card's streams.
  *
  * A policy is a name for /sys/fs/ext4/mmcblk0/context_policy, with
  * "+journal" to mount with journal_context as well, or "default" to leave
@@ -64,18 +73,23 @@
 #define LOG_SEGMENT	(4 << 20)
 #define LOG_KEEP	4
 
+#define DISKSIZE	"/sys/block/mmcblk0/size"
+
+static char replay_path[4096];
+
 struct counters {
 	unsigned long long host_pages, nand_pages, gc_moved, erases;
 	unsigned long long write_reqs, write_merges;
+	unsigned long long free_blocks, open_blocks, mapped_pages, log_next;
 };
 
 static struct {
-	char workloads[256], policies[256];
+	char workloads[256], policies[256], seeds[256];
 	unsigned int warmup, volume, fill, discard;
-	unsigned long long seed;
-} opt = { "mail,db,mix", "none,inode", 10, 20, 80, 1, 1 };
+} opt = { "mail,db,mix", "none,inode", "1", 10, 20, 80, 1 };
 
-static unsigned long long page_bytes, logical_pages;
+static unsigned long long page_bytes, logical_pages, block_bytes, op_percent;
+static unsigned long long physical_blocks, card_sectors;
 static unsigned long long fs_bytes;
 static unsigned char buf[2 << 20];
 
@@ -139,8 +153,15 @@ static void read_counters(struct counters *c)
 	c->nand_pages = ftl_value(text, "nand_pages_programmed");
 	c->gc_moved = ftl_value(text, "gc_pages_moved");
 	c->erases = ftl_value(text, "blocks_erased");
+	c->free_blocks = ftl_value(text, "free_blocks");
+	c->open_blocks = ftl_value(text, "open_blocks");
+	c->mapped_pages = ftl_value(text, "mapped_pages");
+	c->log_next = ftl_value(text, "log_next");
 	page_bytes = ftl_value(text, "page_bytes");
 	logical_pages = ftl_value(text, "logical_pages");
+	block_bytes = ftl_value(text, "block_bytes");
+	op_percent = ftl_value(text, "op_percent");
+	physical_blocks = ftl_value(text, "physical_blocks");
 
 	/* Documentation/block/stat.rst: writes are fields 5 and 6 */
 	f = fopen(DISKSTAT, "r");
@@ -403,32 +424,108 @@ static unsigned long long seq_run(uint64_t seed)
 	return n;
 }
 
+/*
+ * Discard the whole card, so that its flash model is a new card's, and
+ * check that it is: every run starts from the same state.
+ */
+static void start_from_new_card(void)
+{
+	uint64_t range[2] = { 0, card_sectors * 512 };
+	struct counters c;
+	int fd = open(DEV, O_WRONLY);
+
+	if (fd < 0 || ioctl(fd, BLKDISCARD, range) || close(fd))
+		die("cannot discard " DEV ": %s", strerror(errno));
+	read_counters(&c);
+	if (c.mapped_pages || c.open_blocks || c.free_blocks != physical_blocks)
+		die("the card is not new after a full discard: %llu pages mapped, %llu blocks open, %llu of %llu free",
+		    c.mapped_pages, c.open_blocks, c.free_blocks, physical_blocks);
+}
+
+/* Replay the log from @from, count from @a to @b: "ftlreplay: ..." */
+static void replay(const char *placement, unsigned long long from,
+		   const struct counters *a, const struct counters *b,
+		   char *out, size_t len)
+{
+	char cmd[5120];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s --sectors %llu --page-bytes %llu --block-bytes %llu --op-percent %llu --from %llu --count-from %llu --count-to %llu --placement %s " EMU_LOG,
+		 replay_path, card_sectors, page_bytes, block_bytes, op_percent, from,
+		 a->log_next, b->log_next, placement);
+	p = popen(cmd, "r");
+	if (!p || !fgets(out, len, p) || pclose(p))
+		die("%s failed", cmd);
+	out[strcspn(out, "\n")] = '\0';
+	if (strncmp(out, "ftlreplay: ", 11))
+		die("%s printed %s", cmd, out);
+}
+
+static unsigned long long replay_value(const char *line, const char *key)
+{
+	const char *p = strstr(line, key);
+
+	if (!p)
+		die("no %s in %s", key, line);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+/*
+ * The counts of the card between @a and @b must be what its log gives
+ * through the same FTL code, exactly; then the limit of the same log.
+ */
+static void check_and_limit(unsigned long long from, const struct counters *a,
+			    const struct counters *b, char *limit, size_t len)
+{
+	char logged[256];
+
+	replay("logged", from, a, b, logged, sizeof(logged));
+	if (replay_value(logged, " host_pages=") != b->host_pages - a->host_pages ||
+	    replay_value(logged, " nand_pages=") != b->nand_pages - a->nand_pages ||
+	    replay_value(logged, " gc_moved=") != b->gc_moved - a->gc_moved ||
+	    replay_value(logged, " erases=") != b->erases - a->erases)
+		die("the replay of the log differs from the card: %s, card host_pages=%llu nand_pages=%llu gc_moved=%llu erases=%llu",
+		    logged, b->host_pages - a->host_pages,
+		    b->nand_pages - a->nand_pages, b->gc_moved - a->gc_moved,
+		    b->erases - a->erases);
+	replay("future", from, a, b, limit, len);
+}
+
 /* @file_writes: for seq, the card's write commands of the file's data */
 static void print_result(const char *workload, const char *policy,
-			 const struct counters *a, const struct counters *b,
-			 unsigned long long file_writes)
+			 unsigned long long seed, const struct counters *a,
+			 const struct counters *b, unsigned long long file_writes,
+			 const char *limit)
 {
 	unsigned long long host = b->host_pages - a->host_pages;
 	unsigned long long nand = b->nand_pages - a->nand_pages;
 	unsigned long long waf = host ? (nand * 1000 + host / 2) / host : 0;
 
-	printf("ctxbench: workload=%s policy=%s host_pages=%llu nand_pages=%llu gc_moved=%llu erases=%llu write_requests=%llu write_merges=%llu waf=%llu.%03llu",
-	       workload, policy, host, nand, b->gc_moved - a->gc_moved,
+	printf("ctxbench: workload=%s policy=%s seed=%llu host_pages=%llu nand_pages=%llu gc_moved=%llu erases=%llu write_requests=%llu write_merges=%llu waf=%llu.%03llu open_blocks=%llu",
+	       workload, policy, seed, host, nand, b->gc_moved - a->gc_moved,
 	       b->erases - a->erases, b->write_reqs - a->write_reqs,
-	       b->write_merges - a->write_merges, waf / 1000, waf % 1000);
+	       b->write_merges - a->write_merges, waf / 1000, waf % 1000,
+	       b->open_blocks);
 	if (file_writes)
 		printf(" file_writes=%llu", file_writes);
+	if (limit)
+		printf(" replay=exact limit_nand_pages=%llu limit_gc_moved=%llu limit_waf=%s",
+		       replay_value(limit, " nand_pages="),
+		       replay_value(limit, " gc_moved="), strstr(limit, " waf=") + 5);
 	printf("\n");
 	fflush(stdout);
 }
 
 #define JOURNAL_SUFFIX	"+journal"
 
-static void run(const char *workload, const char *policy)
+static void run(const char *workload, const char *policy,
+		unsigned long long seed)
 {
 	struct load l = { NULL, NULL };
-	struct counters a, b;
+	struct counters a, b, start;
 	unsigned long long target, file_writes;
+	char limit[256];
 	struct statvfs sv;
 	char name[64], options[64];
 	size_t len;
@@ -443,8 +540,10 @@ static void run(const char *workload, const char *policy)
 		name[len - strlen(JOURNAL_SUFFIX)] = '\0';
 		strcat(options, *options ? ",journal_context" : "journal_context");
 	}
-	/* mke2fs discards the whole card: the flash model starts empty */
-	if (system("mke2fs -q -F -t ext4 " DEV))
+	start_from_new_card();
+	write_string(EMU_CLEAR, "1");
+	read_counters(&start);
+	if (system("mke2fs -q -F -E nodiscard -t ext4 " DEV))
 		die("mke2fs failed");
 	if (mount(DEV, MNT, "ext4", 0, options))
 		die("mount -o %s: %s", options, strerror(errno));
@@ -460,17 +559,17 @@ static void run(const char *workload, const char *policy)
 
 	read_counters(&a);
 	if (!strcmp(workload, "seq")) {
-		file_writes = seq_run(opt.seed);
+		file_writes = seq_run(seed);
 		read_counters(&b);
-		print_result(workload, policy, &a, &b, file_writes);
+		print_result(workload, policy, seed, &a, &b, file_writes, NULL);
 		goto out;
 	}
 	if (!strcmp(workload, "mail") || !strcmp(workload, "mix")) {
-		mail_init(&m, opt.seed);
+		mail_init(&m, seed);
 		l.mail = &m;
 	}
 	if (!strcmp(workload, "db") || !strcmp(workload, "mix")) {
-		db_init(&d, opt.seed + 1);
+		db_init(&d, seed + 1);
 		l.db = &d;
 	}
 	if (!l.mail && !l.db)
@@ -479,7 +578,8 @@ static void run(const char *workload, const char *policy)
 	read_counters(&a);
 	run_until(&l, logical_pages * opt.volume / 10, target);
 	read_counters(&b);
-	print_result(workload, policy, &a, &b, 0);
+	check_and_limit(start.log_next, &a, &b, limit, sizeof(limit));
+	print_result(workload, policy, seed, &a, &b, 0, limit);
 	if (l.mail)
 		free(m.ids);
 	if (l.db) {
@@ -512,32 +612,40 @@ static void parse_cmdline(void)
 			opt.fill = strtoul(arg + 14, NULL, 10);
 		else if (!strncmp(arg, "ctxbench.discard=", 17))
 			opt.discard = strtoul(arg + 17, NULL, 10);
-		else if (!strncmp(arg, "ctxbench.seed=", 14))
-			opt.seed = strtoull(arg + 14, NULL, 10);
+		else if (!strncmp(arg, "ctxbench.seeds=", 15))
+			snprintf(opt.seeds, sizeof(opt.seeds), "%s", arg + 15);
 	}
-	if (!opt.volume || opt.fill < 10 || opt.fill > 95 || !opt.seed)
-		die("bad parameters: volume %u fill %u seed %llu", opt.volume,
-		    opt.fill, opt.seed);
+	if (!opt.volume || opt.fill < 10 || opt.fill > 95 ||
+	    strspn(opt.seeds, "0123456789,") != strlen(opt.seeds) ||
+	    !strtoull(opt.seeds, NULL, 10))
+		die("bad parameters: volume %u fill %u seeds %s", opt.volume,
+		    opt.fill, opt.seeds);
 }
 
 int main(void)
 {
-	char workloads[256], policies[256], *w, *p, *sw, *sp;
+	char workloads[256], policies[256], seeds[256], *w, *p, *sd;
+	char *sw, *sp, *ss, *slash;
 	struct counters c;
-	char geometry[4096];
 	unsigned int streams;
-	size_t n;
+	ssize_t len;
 	FILE *f;
 
 	parse_cmdline();
+	/* ftlreplay is installed beside ctxbench */
+	len = readlink("/proc/self/exe", replay_path, sizeof(replay_path) - 16);
+	if (len <= 0 || !(slash = memrchr(replay_path, '/', len)))
+		die("cannot find where ctxbench is");
+	strcpy(slash + 1, "ftlreplay");
+	if (access(replay_path, X_OK))
+		die("no %s", replay_path);
 	if (mkdir(MNT, 0755) && errno != EEXIST)
 		die("mkdir " MNT ": %s", strerror(errno));
 	read_counters(&c);
-	f = fopen(FTL, "r");
-	n = f ? fread(geometry, 1, sizeof(geometry) - 1, f) : 0;
-	geometry[n] = '\0';
-	if (f)
-		fclose(f);
+	f = fopen(DISKSIZE, "r");
+	if (!f || fscanf(f, "%llu", &card_sectors) != 1)
+		die("cannot read " DISKSIZE);
+	fclose(f);
 	/* a kernel without write streams has no such file */
 	streams = 0;
 	f = fopen("/sys/block/mmcblk0/queue/max_write_streams", "r");
@@ -545,16 +653,19 @@ int main(void)
 		die("cannot read max_write_streams of " DEV);
 	if (f)
 		fclose(f);
-	printf("ctxbench: seed=%llu fill=%u%% discard=%u warmup=%u.%u volume=%u.%u page_bytes=%llu block_bytes=%llu op_percent=%llu logical_pages=%llu streams=%u\n",
-	       opt.seed, opt.fill, opt.discard, opt.warmup / 10, opt.warmup % 10,
-	       opt.volume / 10, opt.volume % 10, page_bytes,
-	       ftl_value(geometry, "block_bytes"), ftl_value(geometry, "op_percent"),
-	       logical_pages, streams);
+	printf("ctxbench: seeds=%s fill=%u%% discard=%u warmup=%u.%u volume=%u.%u page_bytes=%llu block_bytes=%llu op_percent=%llu logical_pages=%llu physical_blocks=%llu streams=%u\n",
+	       opt.seeds, opt.fill, opt.discard, opt.warmup / 10,
+	       opt.warmup % 10, opt.volume / 10, opt.volume % 10, page_bytes,
+	       block_bytes, op_percent, logical_pages, physical_blocks, streams);
 	snprintf(workloads, sizeof(workloads), "%s", opt.workloads);
 	for (w = strtok_r(workloads, ",", &sw); w; w = strtok_r(NULL, ",", &sw)) {
 		snprintf(policies, sizeof(policies), "%s", opt.policies);
-		for (p = strtok_r(policies, ",", &sp); p; p = strtok_r(NULL, ",", &sp))
-			run(w, p);
+		for (p = strtok_r(policies, ",", &sp); p; p = strtok_r(NULL, ",", &sp)) {
+			snprintf(seeds, sizeof(seeds), "%s", opt.seeds);
+			for (sd = strtok_r(seeds, ",", &ss); sd;
+			     sd = strtok_r(NULL, ",", &ss))
+				run(w, p, strtoull(sd, NULL, 10));
+		}
 	}
 	printf("ctxbench: done\n");
 	return 0;
