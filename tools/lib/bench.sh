@@ -21,6 +21,8 @@
 #   BLKCTX_BENCH_ISOLATION  run the first seed again in reverse order [1]
 #   BLKCTX_BENCH_GEOMETRIES other cards, erase block KiB:spare percent
 #                           [256:14,256:28,128:7,512:14]; empty: none
+#   BLKCTX_BENCH_CONTEXT_IDS the default card with only these many contexts
+#                           (MAX_CONTEXT_ID), space separated [4]; empty: none
 #   BLKCTX_BENCH_SWEEP_POLICIES  their policies [none,inode]
 #   BLKCTX_BENCH_SWEEP_WORKLOADS their workloads [mail,db,mix]
 #   BLKCTX_BENCH_WARMUP     writes before counting, in card sizes [2]
@@ -324,7 +326,7 @@ bench_results() {
 
 Made by \`tools/blkctx bench\` on $(date -u +%Y-%m-%d) from $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo "an unknown commit")
 (kernel: the series on Debian's linux-source-6.12, x86_64 guest under QEMU TCG).
-Environment: $(env | grep '^BLKCTX_BENCH_' | sort | tr '\n' ' ')
+Environment: $(env | grep '^BLKCTX_BENCH_' | grep -v '^BLKCTX_BENCH_OUT=' | sort | tr '\n' ' ')
 
 Columns: \`runs\` one per seed; \`WAF\` NAND pages programmed per host page
 written in the counted window, the mean over the seeds, and \`spread\` the
@@ -361,7 +363,7 @@ EOF
 }
 
 do_bench() {
-	local out=${BLKCTX_BENCH_OUT:-$BUILD/bench} policies d g i
+	local out=${BLKCTX_BENCH_OUT:-$BUILD/bench} policies d g i c
 	local repeat=${BLKCTX_BENCH_REPEAT:-3} pristine="" plain="" contexts=""
 	local discards=${BLKCTX_BENCH_DISCARD:-1,0} seeds=${BLKCTX_BENCH_SEEDS:-1,2,3}
 	local geometries=${BLKCTX_BENCH_GEOMETRIES-256:14,256:28,128:7,512:14}
@@ -373,6 +375,8 @@ do_bench() {
 	[[ $seeds =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bench: BLKCTX_BENCH_SEEDS=$seeds: seeds like 1,2,3"
 	[[ -z $geometries || $geometries =~ ^[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*$ ]] ||
 		die "bench: BLKCTX_BENCH_GEOMETRIES=$geometries: erase block KiB:spare percent pairs like 256:14,128:7"
+	[[ ${BLKCTX_BENCH_CONTEXT_IDS-4} =~ ^(([1-9]|1[0-5])( |$))*$ ]] ||
+		die "bench: BLKCTX_BENCH_CONTEXT_IDS=${BLKCTX_BENCH_CONTEXT_IDS-}: numbers 1..15"
 	do_setup
 	if ! command -v gnuplot >/dev/null && [ "$(id -u)" -eq 0 ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gnuplot-nox >&2 ||
@@ -403,6 +407,12 @@ do_bench() {
 				BLKCTX_BENCH_WORKLOADS=${BLKCTX_BENCH_SWEEP_WORKLOADS:-mail,db,mix} \
 				bench_waf "geometry-${g/:/-}" "${BLKCTX_BENCH_SWEEP_POLICIES:-none,inode}" \
 				"ctxbench.discard=${discards%%,*} ctxbench.seeds=$seeds"
+		done
+		# Fewer contexts: fewer open blocks pinned by a policy that uses all
+		for c in ${BLKCTX_BENCH_CONTEXT_IDS-4}; do
+			BLKCTX_BENCH_WORKLOADS=${BLKCTX_BENCH_SWEEP_WORKLOADS:-mail,db,mix} \
+				bench_waf "contexts-$c" "${BLKCTX_BENCH_SWEEP_POLICIES:-none,inode}" \
+				"ctxbench.discard=${discards%%,*} ctxbench.seeds=$seeds mmc_emu.max_context_id=$c"
 		done
 		bench_results >"$out/results.md"
 		say "bench: tables, plots and parameters in $out/results.md"
