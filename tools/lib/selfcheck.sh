@@ -125,6 +125,7 @@ setupfails:*) die "setup failed" ;;
 *:kunit) report_counts kunit-x86_64 5 0 1; die "the arm kernel does not build" ;;
 silent:selftests) exit 0 ;;
 *:selftests) report_counts selftests 3 1 0; exit 1 ;;
+*:bench-check) report_counts bench-check 2 0 0 ;;
 *:pahole) false; echo "not reached" ;;
 esac
 EOF
@@ -135,13 +136,13 @@ sc_test_steps() {
 	local out=$SC_TMP/test.out rc
 	sc_fake_steps
 	rc=$(TMPDIR=$SC_TMP BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
-	# selfcheck, kunit 5 + 1 skipped, selftests 3, warnings; checkpatch,
-	# kunit's die, selftests' failure, pahole's set -e exit
+	# selfcheck, kunit 5 + 1 skipped, selftests 3, bench-check 2, warnings;
+	# checkpatch, kunit's die, selftests' failure, pahole's set -e exit
 	sc_same "test: every step counted, dying ones too" \
-		"1 total: 10 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
+		"1 total: 12 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
 	rc=$(TMPDIR=$SC_TMP SC_FAKE=silent BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
 	sc_same "test: a step that reports no result fails" \
-		"1 total: 7 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
+		"1 total: 9 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
 	rc=$(TMPDIR=$SC_TMP SC_FAKE=setupfails BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
 	sc_same "test: a failed setup still ends with the total" \
 		"1 total: 0 passed, 1 failed, 0 skipped" "$rc $(grep '^total:' "$out")"
