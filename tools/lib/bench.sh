@@ -173,7 +173,9 @@ bench_pristine_kernel() {
 	git -C "$wt" am -q "${emu[@]}" || die "bench: the mmc_emu patches do not apply to pristine 6.12 alone"
 	cp "$BUILD/kunit-x86_64/.config" "$out/.config"
 	log=$out/build.log
-	TREE=$wt arch_make x86_64 O="$out" CC="ccache gcc" olddefconfig bzImage -j"$JOBS" >"$log" 2>&1 ||
+	: >"$log"
+	TREE=$wt with_progress "bench: pristine build" "objects_since $out $out/.config" "$log" \
+		arch_make x86_64 O="$out" CC="ccache gcc" olddefconfig bzImage -j"$JOBS" ||
 		{ tail -20 "$log" >&2; die "bench: the pristine kernel does not build"; }
 	echo "$stamp" >"$out/.blkctx-built"
 }

@@ -624,7 +624,8 @@ guest_boot() {
 	echo "# ${qemu[*]}" >"$log"
 	# --foreground: qemu stays in the terminal's process group, so that
 	# Ctrl-C reaches it (the INT trap then stops the command)
-	timeout --foreground -k 10 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null >>"$log" 2>&1 || rc=$?
+	with_progress "guest $arch" "guest_so_far $log" "$log" \
+		timeout --foreground -k 10 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null || rc=$?
 	return $rc
 }
 

@@ -113,6 +113,26 @@ WARNING: CPU: 0 PID: 170 at fs/ext4/context.c:42 ext4_context_note_write+0x11/0x
 			kernel_reports "$d/kunit-warn.log" "$KUNIT_EXPECTED_WARN") | sed 's/^\[ *[0-9.]*\] //')"
 }
 
+# with_progress: a line a tick while the command runs, none after it; the
+# command's output in its log and its status kept; the details of a guest.
+sc_progress() {
+	local d=$REPO/tools/selfcheck out=$SC_TMP/progress rc
+	rc=$( (BLKCTX_PROGRESS_SECONDS=1
+		with_progress "step" "echo far" "$out.log" sh -c 'echo made; sleep 2.5; exit 3' \
+			2>"$out.err"
+		echo $?
+		sleep 1.5) )
+	sc_same "progress: the command's status" 3 "$rc"
+	sc_same "progress: the command's output in its log" made "$(cat "$out.log")"
+	sc_same "progress: a line a second while it runs, none after" \
+		"blkctx: step: running for 0 min 1 s; far
+blkctx: step: running for 0 min 2 s; far" "$(cat "$out.err")"
+	sc_same "progress: a guest's tests so far" \
+		"2 of 2 tests done, last started: mmc: emmc_contexts (1 of its cases done)" "$(guest_so_far "$d/guest-pass.log")"
+	sc_same "progress: a guest that has not planned yet" \
+		"0 of ? tests done" "$(guest_so_far /dev/null)"
+}
+
 # A fake tools/blkctx for test's steps: each step does what its name says.
 sc_fake_steps() {
 	cat >"$SC_TMP/fake" <<EOF
@@ -414,6 +434,7 @@ do_selfcheck() {
 	sc_resolve
 	sc_front_door
 	sc_lock
+	sc_progress
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
 	[ $SC_FAILED -eq 0 ]
 }

@@ -375,7 +375,9 @@ do_build_each() {
 		missing=$(kconfig_unmet "$out/kunit.want" "$out/.config" "$wt")
 		[ -z "$missing" ] ||
 			die "at patch $n ($subj) the config lacks ${missing//$'\n'/ }, which that commit's Kconfig has (a dependency added only by a later patch?)"
-		if ! TREE=$wt arch_make "$arch" O="$out" "${mk[@]}" all -j"$JOBS" >>"$out/build.log" 2>&1; then
+		if ! TREE=$wt with_progress "build-each: $arch $n/$total" \
+			"objects_since $out $out/.config" "$out/build.log" \
+			arch_make "$arch" O="$out" "${mk[@]}" all -j"$JOBS"; then
 			tail -30 "$out/build.log" >&2
 			die "build failed at patch $n: $subj"
 		fi
@@ -404,9 +406,11 @@ pahole_build() {
 	done
 	[ $fresh -eq 0 ] || return 0
 	mv "$out/.config.want" "$out/.config"
+	: >"$out/build.log"
 	# shellcheck disable=SC2086 # a list of objects
-	TREE=$tree arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
-		KCFLAGS=-g olddefconfig prepare $PAHOLE_OBJECTS -j"$JOBS" >"$out/build.log" 2>&1 ||
+	TREE=$tree with_progress "pahole: $arch build" "objects_since $out $out/.config" \
+		"$out/build.log" arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
+		KCFLAGS=-g olddefconfig prepare $PAHOLE_OBJECTS -j"$JOBS" ||
 		{ tail -20 "$out/build.log" >&2; die "pahole: build in $tree failed"; }
 	echo "$stamp" >"$out/.blkctx-built"
 }
@@ -472,8 +476,10 @@ warning_build() {
 		rm -f "$out/$o"
 	done
 	# -k: one object that fails must not hide the others' warnings
-	TREE=$tree arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
-		KCFLAGS=-g W=1 C=2 CHECK="sparse" -k "${objs[@]}" -j"$JOBS" >"$log" 2>&1 || rc=$?
+	: >"$log"
+	TREE=$tree with_progress "warnings: $arch build" "" "$log" \
+		arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
+		KCFLAGS=-g W=1 C=2 CHECK="sparse" -k "${objs[@]}" -j"$JOBS" || rc=$?
 	return $rc
 }
 
