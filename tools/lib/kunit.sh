@@ -156,7 +156,8 @@ do_kunit() {
 # contexts are off, on a card without them, on a host without CMD23 and on
 # cards whose context fields cannot be trusted, the tests that need contexts
 # skip and those for a card without them run; the largest large unit checks
-# the granularity; aggressive PM runtime-suspends the card between tests.
+# the granularity; aggressive PM runtime-suspends the card between tests;
+# parameters out of range ("+" joins several) leave no card at all.
 SELFTEST_GUESTS=(
 	"-nocontexts 0 - block,mmc:emmc_*"
 	"-cardnocontexts 1 mmc_emu.max_context_id=0 block,mmc:emmc_*"
@@ -165,6 +166,7 @@ SELFTEST_GUESTS=(
 	"-emmc441 1 mmc_emu.ext_csd_rev=5 mmc:emmc_contexts"
 	"-largeunit 1 mmc_emu.large_unit_size_mb=256 mmc:emmc_contexts,mmc:emmc_extcsd"
 	"-runtimepm 1 mmc_emu.aggressive_pm=1 mmc:emmc_contexts"
+	"-badparams 1 mmc_emu.size_mb=0+mmc_emu.max_context_id=16+mmc_emu.large_unit_size_mb=0+mmc_emu.ext_csd_rev=9 mmc:emmc_contexts"
 )
 
 do_selftests_both() {
@@ -176,6 +178,7 @@ do_selftests_both() {
 		for guest in "${SELFTEST_GUESTS[@]}"; do
 			read -r suffix contexts append tests <<<"$guest"
 			[ "$append" != - ] || append=""
+			append=${append//+/ }
 			GUEST_LOG_SUFFIX=$suffix BLKCTX_GUEST_CONTEXTS=$contexts \
 				BLKCTX_GUEST_APPEND=$append BLKCTX_SELFTESTS=$tests guest_arch "$arch"
 			[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
