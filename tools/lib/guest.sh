@@ -775,10 +775,13 @@ guest_count() {
 # guest_arch ARCH: build the initramfs, boot, count; add to the totals and
 # set GUEST_ARCH_OK. It returns 0 even on failure, so that "set -e" keeps
 # applying inside: a caller's "guest_arch || ..." would switch it off.
+# GUEST_INITRD: boot this initramfs instead of building one;
+# GUEST_INITRD_SAVE: copy the one built there (a file of the caller's own,
+# as the next run of the shared cache may rebuild the cache's copy).
 guest_arch() {
 	local arch=$1 kdir=$BUILD/$GUEST_BUILD-$1
 	local log=$BUILD/selftests-$1${GUEST_LOG_SUFFIX:-}.log
-	local initrd=$GUEST_DIR/$1/initramfs.cpio.gz kernel missing
+	local initrd=${GUEST_INITRD:-$GUEST_DIR/$1/initramfs.cpio.gz} kernel missing
 	local rc=0 start p f s t0 lock
 	local -a dirs
 	GUEST_ARCH_OK=0
@@ -808,7 +811,10 @@ guest_arch() {
 	mkdir -p "$GUEST_DIR"
 	exec {lock}>"$GUEST_DIR/$arch.lock"
 	flock "$lock" || die "guest: cannot lock $GUEST_DIR/$arch.lock"
-	guest_initramfs "$arch" "$initrd"
+	if [ -z "${GUEST_INITRD:-}" ]; then
+		guest_initramfs "$arch" "$initrd"
+		[ -z "${GUEST_INITRD_SAVE:-}" ] || cp "$initrd" "$GUEST_INITRD_SAVE"
+	fi
 	start=$(date +%s)
 	say "selftests: booting $arch (log: $log, timeout ${GUEST_TIMEOUT}s)"
 	guest_boot "$arch" "$kernel" "$initrd" "$log" || rc=$?

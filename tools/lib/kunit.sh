@@ -157,6 +157,8 @@ do_kunit() {
 # cards whose context fields cannot be trusted, the tests that need contexts
 # skip and those for a card without them run; the largest large unit checks
 # the granularity; aggressive PM runtime-suspends the card between tests;
+# a command queue engine host sends every read and write as a queued task
+# (its context in CMD44) and runs the storm through CQE recovery;
 # parameters out of range ("+" joins several) leave no card at all.
 SELFTEST_GUESTS=(
 	"-nocontexts 0 - block,mmc:emmc_*"
@@ -166,21 +168,29 @@ SELFTEST_GUESTS=(
 	"-emmc441 1 mmc_emu.ext_csd_rev=5 mmc:emmc_contexts"
 	"-largeunit 1 mmc_emu.large_unit_size_mb=256 mmc:emmc_contexts,mmc:emmc_extcsd"
 	"-runtimepm 1 mmc_emu.aggressive_pm=1 mmc:emmc_contexts"
+	"-cqe 1 mmc_emu.cqe=1 block,mmc:emmc_*"
 	"-badparams 1 mmc_emu.size_mb=0+mmc_emu.max_context_id=16+mmc_emu.large_unit_size_mb=0+mmc_emu.ext_csd_rev=9 mmc:emmc_contexts"
 )
 
 do_selftests_both() {
-	local arch guest suffix contexts append tests rc=0
+	local arch guest suffix contexts append tests initrd rc=0
 	tree_current
 	for arch in $(arch_list "$@"); do
-		GUEST_LOG_SUFFIX="" guest_arch "$arch"
+		# one initramfs per architecture: the guests differ only in the
+		# kernel's command line
+		initrd=$(mktemp "${TMPDIR:-/tmp}/blkctx-initramfs.XXXXXX")
+		cleanup_add "$initrd"
+		GUEST_LOG_SUFFIX="" GUEST_INITRD_SAVE=$initrd guest_arch "$arch"
 		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		# none built (no kernel, say): each guest tries on its own
+		[ -s "$initrd" ] || initrd=""
 		for guest in "${SELFTEST_GUESTS[@]}"; do
 			read -r suffix contexts append tests <<<"$guest"
 			[ "$append" != - ] || append=""
 			append=${append//+/ }
 			GUEST_LOG_SUFFIX=$suffix BLKCTX_GUEST_CONTEXTS=$contexts \
-				BLKCTX_GUEST_APPEND=$append BLKCTX_SELFTESTS=$tests guest_arch "$arch"
+				BLKCTX_GUEST_APPEND=$append BLKCTX_SELFTESTS=$tests \
+				GUEST_INITRD=$initrd guest_arch "$arch"
 			[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
 		done
 	done

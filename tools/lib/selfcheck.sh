@@ -283,6 +283,34 @@ sc_prepare() {
 	sc_same "guest: a kernel built from another state of the tree is refused" \
 		"was not built from the tree as it is now
 failed 1" "$rc"
+	# the guests of an architecture differ only in the kernel's command
+	# line: the first builds the initramfs, every one boots it
+	rc=$( (
+		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
+		GUEST_DIR=$t/cache/guest
+		patches_digest >"$TREE/.git/blkctx-applied"
+		GUEST_BUILD=kunit GUEST_FAILED=0 GUEST_PASSED=0 GUEST_SKIPPED=0
+		SELFTEST_GUESTS=("-one 1 - block" "-two 0 mmc_emu.cqe=1 block")
+		report_counts() { :; }
+		guest_targets() { echo "block $t"; }
+		guest_check_kconfig() { :; }
+		guest_initramfs() {
+			mkdir -p "$(dirname "$2")"
+			echo "initramfs for $1" >"$2"
+			echo "built" >&3
+		}
+		guest_boot() { echo "booted $(cat "$3")" >&3; }
+		guest_judge() { GUEST_P=1 GUEST_F=0 GUEST_S=0; }
+		mkdir -p "$BUILD/kunit-x86_64/arch/x86/boot"
+		: >"$BUILD/kunit-x86_64/arch/x86/boot/bzImage"
+		tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
+		do_selftests_both x86_64 3>&1 >/dev/null 2>&1
+	)) || true
+	sc_same "selftests: one initramfs per architecture, booted by every guest" \
+		"built
+booted initramfs for x86_64
+booted initramfs for x86_64
+booted initramfs for x86_64" "$rc"
 }
 
 # export and mail: the same bytes whatever the user's git configuration.
