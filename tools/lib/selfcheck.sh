@@ -444,6 +444,24 @@ other waits" "$out"
 locked" "$out"
 }
 
+# checkpatch: a Fixes: tag the tree cannot look up passes only with the id
+# and subject tools/upstream-commits.txt lists.
+sc_upstream_commits() {
+	local f=$SC_TMP/fixes.patch rc
+	rc=$(
+		for tag in \
+			'Fixes: 406e14808ee6 ("mmc: block: Remove error check of hw_reset on reset")' \
+			'Fixes: 406e14808ee7 ("mmc: block: Remove error check of hw_reset on reset")' \
+			'Fixes: 406e14808ee6 ("mmc: block: Remove error check")'; do
+			printf 'Subject: [PATCH] a fix\n\n%s\n' "$tag" >"$f"
+			if upstream_commit_known "$f" "${tag:7:12}"; then echo known; else echo unknown; fi
+		done
+	)
+	sc_same "checkpatch: only a listed commit id with its subject passes" "known
+unknown
+unknown" "$rc"
+}
+
 do_selfcheck() {
 	local t0
 	t0=$(date +%s)
@@ -463,6 +481,7 @@ do_selfcheck() {
 	sc_front_door
 	sc_lock
 	sc_progress
+	sc_upstream_commits
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
 	[ $SC_FAILED -eq 0 ]
 }

@@ -261,13 +261,29 @@ write_cover() {
 	} >"$file"
 }
 
-# checkpatch_strict PATCH: checkpatch --strict, where the one finding let
-# through is CamelCase in ext4's Opt_* mount option constants, which follow
-# fs/ext4/super.c's own convention.
+# upstream_commit_known PATCH ID: the patch's Fixes: tag names ID with the
+# subject tools/upstream-commits.txt gives it.
+upstream_commit_known() {
+	local subject
+	subject=$(sed -n "s/^$2 //p" "$REPO/tools/upstream-commits.txt")
+	[ -n "$subject" ] && grep -qxF "Fixes: $2 (\"$subject\")" "$1"
+}
+
+# checkpatch_strict PATCH: checkpatch --strict, where the findings let
+# through are CamelCase in ext4's Opt_* mount option constants, which follow
+# fs/ext4/super.c's own convention, and a mainline commit id the tree cannot
+# know (it has no history before 6.12) that tools/upstream-commits.txt lists
+# with the subject the Fixes: tag gives.
 checkpatch_strict() {
-	local out rc=0
-	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --ignore CAMELCASE "$1" 2>&1) || rc=1
+	local out rc=0 id
+	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --ignore CAMELCASE,UNKNOWN_COMMIT_ID "$1" 2>&1) || rc=1
 	[ $rc -eq 0 ] || { printf '%s\n' "$out"; return 1; }
+	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --types UNKNOWN_COMMIT_ID "$1" 2>&1) ||
+		while read -r id; do
+			upstream_commit_known "$1" "$id" && continue
+			printf '%s\n' "$out"
+			return 1
+		done < <(printf '%s\n' "$out" | sed -n "s/^WARNING: Unknown commit id '\([0-9a-f]*\)'.*/\1/p")
 	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --types CAMELCASE "$1" 2>&1) && return 0
 	if printf '%s\n' "$out" | grep '^CHECK:' | grep -v '^CHECK: Avoid CamelCase: <Opt_[a-z_]*>$' >/dev/null; then
 		printf '%s\n' "$out"
@@ -476,7 +492,6 @@ warning_build() {
 		rm -f "$out/$o"
 	done
 	# -k: one object that fails must not hide the others' warnings
-	: >"$log"
 	TREE=$tree with_progress "warnings: $arch build" "" "$log" \
 		arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
 		KCFLAGS=-g W=1 C=2 CHECK="sparse" -k "${objs[@]}" -j"$JOBS" || rc=$?
