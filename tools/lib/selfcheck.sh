@@ -131,6 +131,15 @@ blkctx: step: running for 0 min 2 s; far" "$(cat "$out.err")"
 		"2 of 2 tests done, last started: mmc: emmc_contexts (1 of its cases done)" "$(guest_so_far "$d/guest-pass.log")"
 	sc_same "progress: a guest that has not planned yet" \
 		"0 of ? tests done" "$(guest_so_far /dev/null)"
+	# nothing the ticker started may hold the caller's files after it:
+	# a guest's lock would stay taken until its sleep ended
+	rc=$( (BLKCTX_PROGRESS_SECONDS=30
+		exec {fd}>"$out.lock"
+		flock "$fd"
+		with_progress "step" "" - sleep 0.5
+		exec {fd}>&-
+		if flock -n "$out.lock" true; then echo free; else echo held; fi) )
+	sc_same "progress: the caller's lock is free once the command is done" free "$rc"
 }
 
 # A fake tools/blkctx for test's steps: each step does what its name says.
