@@ -5,31 +5,7 @@
 # but when writeback and journal commits happen still depends on the guest's
 # speed, so the counts vary a little from run to run.
 #
-# Environment (defaults in brackets):
-#   BLKCTX_BENCH_WORKLOADS  [mail,db,mix,seq]
-#   BLKCTX_BENCH_POLICIES   [none,inode,parent,process,temporal,size,create,hint]
-#   BLKCTX_BENCH_JOURNAL    also run each policy with journal_context [1]
-#   BLKCTX_BENCH_WAF        the write amplification table [1]
-#   BLKCTX_BENCH_REQUESTS   the request counts against pristine 6.12 [1]
-#   BLKCTX_BENCH_REPEAT     runs of each kernel for the request counts [3]
-#   BLKCTX_BENCH_CARD       card size in MiB [64]
-#   BLKCTX_BENCH_BLOCK      erase block in KiB [256]
-#   BLKCTX_BENCH_OP         over-provisioning in percent [7]
-#   BLKCTX_BENCH_FILL       percent of the filesystem kept in use [80]
-#   BLKCTX_BENCH_DISCARD    1: mount -o discard, so deletions reach the card;
-#                           0: without; 1,0: a table of each [1,0]
-#   BLKCTX_BENCH_ISOLATION  run the first seed again in reverse order [1]
-#   BLKCTX_BENCH_GEOMETRIES other cards, erase block KiB:spare percent
-#                           [256:14,256:28,128:7,512:14]; empty: none
-#   BLKCTX_BENCH_CONTEXT_IDS the default card with only these many contexts
-#                           (MAX_CONTEXT_ID), space separated [4]; empty: none
-#   BLKCTX_BENCH_SWEEP_POLICIES  their policies [none,inode]
-#   BLKCTX_BENCH_SWEEP_WORKLOADS their workloads [mail,db,mix]
-#   BLKCTX_BENCH_WARMUP     writes before counting, in card sizes [2]
-#   BLKCTX_BENCH_VOLUME     writes counted, in card sizes [2]
-#   BLKCTX_BENCH_SEEDS      each run once per seed; the table gives the
-#                           spread [1,2,3]
-#   BLKCTX_BENCH_OUT        where the table and plot go [$BUILD/bench]
+# Its settings (BLKCTX_BENCH_*): tools/blkctx bench --help.
 
 # bench_tenths N: N card sizes in tenths; false when N is no such number
 # (it runs inside $(...): it never dies).

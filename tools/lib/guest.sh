@@ -12,18 +12,9 @@
 #   initramfs.cpio.gz
 # The console of the last boot is $BUILD/selftests-ARCH.log (see GUEST_LOG_SUFFIX).
 #
-# Environment:
-#   BLKCTX_SELFTEST_TARGETS  targets (default "block mmc"): NAME of
-#       tools/testing/selftests, NAME=DIR or DIR for one outside the tree
-#   BLKCTX_SELFTESTS         tests to run: "collection", "collection:test",
-#       globs, comma-separated (the guest's blkctx.tests=)
-#   BLKCTX_GUEST_BUILD       boot $BUILD/$BLKCTX_GUEST_BUILD-ARCH (kunit)
-#   BLKCTX_GUEST_TIMEOUT     seconds a guest may run (900)
-#   BLKCTX_GUEST_TEST_TIMEOUT seconds a test may run without a settings
-#       file that says (120; the guest's blkctx.timeout=)
-#   BLKCTX_GUEST_APPEND      more kernel command line
-#   BLKCTX_GUEST_CONTEXTS    mmc_core.contexts= for the guest: 1 (default), 0
-#   GUEST_LOG_SUFFIX         the console goes to $BUILD/selftests-ARCH$SUFFIX.log
+# Settings (BLKCTX_SELFTEST*, BLKCTX_GUEST_*): tools/blkctx selftests --help.
+# GUEST_LOG_SUFFIX, set by callers: the console goes to
+# $BUILD/selftests-ARCH$SUFFIX.log.
 
 GUEST_DIR=$CACHE/guest
 # Bump when the layout of the root changes, to rebuild every cached root.

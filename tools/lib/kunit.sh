@@ -273,6 +273,7 @@ do_test() {
 	# shellcheck disable=SC2086 # "prepare --force"
 	test_step quiet $prepare || { test_total; return 1; }
 	test_step one checkpatch || rc=1
+	test_step one mail-check || rc=1
 	for step in kunit selftests bench-check; do
 		test_step cases "$step" || rc=1
 	done

@@ -5,7 +5,7 @@
 HOST_PACKAGES="linux-source-6.12 build-essential gcc-arm-linux-gnueabihf
 	binutils-arm-linux-gnueabihf flex bison bc libelf-dev libssl-dev cpio
 	xz-utils rsync kmod ccache dwarves sparse python3 python3-ply python3-git perl git
-	qemu-system-x86 qemu-system-arm shellcheck"
+	qemu-system-x86 qemu-system-arm shellcheck b4"
 
 do_setup() {
 	local missing=() p
@@ -235,6 +235,10 @@ cover_body() {
 	     body { print }' "$f" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
+based_on() {
+	echo "Based on Linux $(make -s -C "$TREE" kernelversion), as in Debian's linux-source-6.12 $(cat "$TREE/.git/blkctx-source")."
+}
+
 # write_cover FILE PREFIX: a cover letter for pristine..HEAD.
 write_cover() {
 	local file=$1 prefix=$2 n subject body date
@@ -257,7 +261,7 @@ write_cover() {
 		tgit_pure shortlog pristine..HEAD
 		tgit_pure diff --stat=72 --summary pristine..HEAD
 		echo
-		echo "Based on Linux $(make -s -C "$TREE" kernelversion), as in Debian's linux-source-6.12 $(cat "$TREE/.git/blkctx-source")."
+		based_on
 	} >"$file"
 }
 
@@ -573,27 +577,141 @@ do_warnings() {
 	return $fail
 }
 
+# mail_sender IDENT: "Name <address>" of the person who sends, or die.
+# The series' own identity is not a person: it cannot sign off.
+mail_sender() {
+	case $1 in
+	"") return 1 ;;
+	*"<$IDENT_EMAIL>"*) return 1 ;;
+	?*" <"?*@?*">") printf '%s\n' "$1" ;;
+	*) return 1 ;;
+	esac
+}
+
+# do_mail [--reroll=N] [--from=IDENT] DIR: the series as mail from the
+# sender, checked by mail_check. A reroll's cover letter carries a
+# range-diff to the version before it, when that was mailed from this tree.
 do_mail() {
-	local dir=${1:-} n f
-	local -a msgs
-	[ -n "$dir" ] || die "usage: tools/blkctx mail DIR"
+	local dir="" reroll=1 from=$CALLER_IDENT a sender prev tmp branch desc line
+	local -a range=() to=() cc=() version=()
+	for a in "$@"; do
+		case $a in
+		--reroll=*) reroll=${a#*=} ;;
+		--from=*) from=${a#*=} ;;
+		*) dir=$a ;;
+		esac
+	done
+	sender=$(mail_sender "$from") || die "mail: no sender: set git's user.name and user.email, or pass --from=\"Name <address>\""
+	mail_dir_ok "$dir" || die "mail: $dir is not a new or empty directory"
 	# send what series/, kunit/ and selftests/ hold, no older, no newer
 	tree_exact
+	branch=$(tgit symbolic-ref --short -q HEAD) || die "mail: $TREE is not on a branch"
+	tmp=$(mktemp -d)
+	cleanup_add "$tmp"
+	# get_maintainer reads the patches: a first, plain copy for it
+	tgit_pure format-patch -q --find-renames -o "$tmp/plain" pristine..HEAD
+	# not the series' own address, which its MAINTAINERS entries name
+	while IFS= read -r line; do
+		to+=("--to=$line")
+	done < <(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
+		--no-git-fallback --m --no-r --no-l "$tmp"/plain/*.patch 2>/dev/null |
+		grep -vF "<$IDENT_EMAIL>")
+	while IFS= read -r line; do
+		cc+=("--cc=$line")
+	done < <(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
+		--no-git-fallback --no-m --r --l "$tmp"/plain/*.patch 2>/dev/null |
+		grep -vF "<$IDENT_EMAIL>")
+	if [ "$reroll" -gt 1 ]; then
+		version=("--reroll-count=$reroll")
+		prev=blkctx-mail/v$((reroll - 1))
+		if tgit rev-parse -q --verify "refs/tags/$prev" >/dev/null; then
+			range=("--range-diff=$prev-base..$prev")
+		else
+			say "mail: v$((reroll - 1)) was not mailed from this tree: v$reroll has no range-diff"
+		fi
+	fi
+	desc="$(cover_subject)"$'\n\n'"$(cover_body)"$'\n\n'"$(based_on)"
 	mkdir -p "$dir"
-	rm -f "$dir"/*.patch
+	# the sender's identity as committer: --from and --signoff take it
+	GIT_COMMITTER_NAME=${sender% <*} GIT_COMMITTER_EMAIL=$(mail_address "$sender") \
+		tgit_pure -c core.abbrev=12 -c "branch.$branch.description=$desc" \
+		format-patch -q --zero-commit --no-signature --numbered --thread=shallow \
+		--cover-letter --cover-from-description=subject --from --signoff \
+		--find-renames "${version[@]}" "${range[@]}" "${to[@]}" "${cc[@]}" \
+		-o "$dir" pristine..HEAD
+	mail_check "$dir" "$sender"
+	tgit tag -f "blkctx-mail/v$reroll" HEAD >/dev/null
+	tgit tag -f "blkctx-mail/v$reroll-base" pristine >/dev/null
+	say "mail: v$reroll, $(find "$dir" -name '*.patch' | wc -l) messages from $sender in $dir (send with git send-email $dir/*.patch)"
+}
+
+mail_address() {
+	local a=${1##*<}
+	printf '%s\n' "${a%>}"
+}
+
+# mail_dir_ok DIR: DIR is new or an empty directory (mail never overwrites).
+mail_dir_ok() {
+	[ -n "$1" ] || return 1
+	[ -e "$1" ] || return 0
+	[ -d "$1" ] && [ -z "$(ls -A "$1")" ]
+}
+
+# mail_check DIR SENDER: what a maintainer gets from DIR with b4 am is the
+# tree's series: every patch, in order, each giving its commit's tree,
+# author and message, with the sender's sign-off after the stored ones.
+mail_check() {
+	local dir=$1 sender=$2 tmp n i=0 c want got msgid f
 	n=$(tgit rev-list --count pristine..HEAD)
-	tgit_pure -c core.abbrev=12 format-patch -q --zero-commit --no-signature -n --thread \
-		--find-renames -o "$dir" pristine..HEAD
-	write_cover "$dir/$(printf '%04d' 0)-cover-letter.patch" "PATCH"
-	sed -i "s|^Subject: \[PATCH 0/$n\]|Subject: [PATCH $(printf "%0${#n}d" 0)/$n]|" "$dir/0000-cover-letter.patch"
-	local to cc
-	to=$(cd "$TREE" && { perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback \
-		--m --no-r --no-l "$dir"/0*.patch 2>/dev/null | grep -v '^0000' | paste -sd, - || true; })
-	cc=$(cd "$TREE" && { perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback \
-		--no-m --r --l "$dir"/0*.patch 2>/dev/null | paste -sd, - || true; })
+	tmp=$(mktemp -d)
+	cleanup_add "$tmp"
+	cat "$dir"/*.patch >"$tmp/all.mbox"
+	# one thread: every patch answers the cover letter
+	msgid=$(sed -n 's/^Message-I[dD]: \(<.*>\)$/\1/p' "$dir"/*0000-cover-letter.patch)
+	[ -n "$msgid" ] || die "mail: the cover letter has no Message-Id"
 	for f in "$dir"/*.patch; do
-		sed -i "0,/^Subject:/s|^Subject:|To: ${to//|/\\|}\nCc: ${cc//|/\\|}\nSubject:|" "$f"
+		case $f in *0000-cover-letter.patch) continue ;; esac
+		grep -qxF "In-Reply-To: $msgid" "$f" ||
+			die "mail: $(basename "$f") does not answer the cover letter"
 	done
-	msgs=("$dir"/*.patch)
-	say "mail: ${#msgs[@]} messages in $dir (send with git send-email $dir/*.patch)"
+	mkdir "$tmp/b4" "$tmp/split"
+	# The thread on stdin, as b4 takes one fetched from an archive (b4 0.12
+	# cannot read folded subjects from a local mbox file); -T keeps the
+	# trailers as they are, -C keeps b4's cache out of HOME.
+	if ! HOME=$tmp b4 am -T -C -m - -o "$tmp/b4" -n series <"$tmp/all.mbox" \
+		>"$tmp/b4.log" 2>&1; then
+		cat "$tmp/b4.log" >&2
+		die "mail: b4 am cannot take the series"
+	fi
+	if ! grep -qx "Total patches: $n" "$tmp/b4.log" || grep -q WARNING "$tmp/b4.log"; then
+		cat "$tmp/b4.log" >&2
+		die "mail: b4 am does not see $n patches in one thread"
+	fi
+	[ "$(git mailsplit -o"$tmp/split" "$tmp/b4/series.mbx")" = "$n" ] ||
+		die "mail: b4 am gave another number of patches than $n"
+	GIT_INDEX_FILE=$tmp/index tgit read-tree pristine
+	for c in $(tgit rev-list --reverse pristine..HEAD); do
+		i=$((i + 1))
+		git mailinfo "$tmp/msg" "$tmp/patch" <"$tmp/split/$(printf '%04d' $i)" >"$tmp/info"
+		GIT_INDEX_FILE=$tmp/index tgit apply --cached "$tmp/patch" ||
+			die "mail: patch $i does not apply"
+		[ "$(GIT_INDEX_FILE=$tmp/index tgit write-tree)" = "$(tgit rev-parse "$c^{tree}")" ] ||
+			die "mail: patch $i does not give the tree of $(tgit log -1 --format='%h ("%s")' "$c")"
+		want=$(tgit log -1 --format='Author: %an%nEmail: %ae%nSubject: %s' "$c")
+		got=$(grep -E '^(Author|Email|Subject): ' "$tmp/info")
+		[ "$got" = "$want" ] || die "mail: patch $i is not from its author or has another subject: $got"
+		want=$(tgit log -1 --format=%b "$c" | git interpret-trailers \
+			--if-exists addIfDifferentNeighbor --trailer "Signed-off-by: $sender")
+		got=$(cat "$tmp/msg")
+		[ "$got" = "$want" ] ||
+			die "mail: patch $i's message is not its commit's with the sender's sign-off last"
+	done
+}
+
+# The mail a sender would get, made and checked in a temporary directory.
+do_mail_check() {
+	local tmp
+	tmp=$(mktemp -d)
+	cleanup_add "$tmp"
+	do_mail --from="blkctx mail check <mail-check@example.org>" "$tmp/mail"
 }
