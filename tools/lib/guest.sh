@@ -38,7 +38,6 @@ GUEST_TEST_TIMEOUT=${BLKCTX_GUEST_TEST_TIMEOUT:-120}
 
 declare -A guest_deb_arch=([x86_64]=amd64 [arm]=armhf)
 declare -A guest_triplet=([x86_64]=x86_64-linux-gnu [arm]=arm-linux-gnueabihf)
-declare -A guest_image=([x86_64]=arch/x86/boot/bzImage [arm]=arch/arm/boot/zImage)
 
 # Options the guest needs in its kernel, on top of what boots KUnit.
 GUEST_KCONFIG="BLK_DEV_INITRD RD_GZIP DEVTMPFS TMPFS PROC_FS SYSFS DEBUG_FS
@@ -459,104 +458,13 @@ guest_selftests() {
 	[ -s "$dest/kselftest-list.txt" ] || die "guest: the selftests ($targets) list no test"
 }
 
-# The guest's /init: mount what tests use, run each test of
+# The guest's /init (tools/guest/init, a POSIX sh script for busybox): mount
+# what tests use, run each test of
 # /kselftest/kselftest-list.txt (or those blkctx.tests= selects, by
 # "collection", "collection:test" or a glob of these, comma-separated) as a
 # KTAP subtest, print the sentinel and reset (which ends qemu -no-reboot).
 guest_init() {
-	cat <<'INIT'
-#!/bin/sh
-# /init of a blkctx kselftest guest
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
-# blkctx.tests= may hold globs: no pathname expansion anywhere
-set -f
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-[ -c /dev/console ] && exec </dev/console >/dev/console 2>&1
-mkdir -p /dev/pts /dev/shm
-mount -t debugfs debugfs /sys/kernel/debug
-mount -t tmpfs tmpfs /tmp
-mount -t tmpfs tmpfs /dev/shm
-mount -t devpts devpts /dev/pts 2>/dev/null
-
-tests=
-timeout_default=@TEST_TIMEOUT@
-read -r cmdline </proc/cmdline
-for arg in $cmdline; do
-	case $arg in
-	blkctx.tests=*) tests=${arg#blkctx.tests=} ;;
-	blkctx.timeout=*) timeout_default=${arg#blkctx.timeout=} ;;
-	esac
-done
-
-selected() {
-	[ -z "$tests" ] && return 0
-	old_ifs=$IFS
-	IFS=,
-	for pat in $tests; do
-		# shellcheck disable=SC2254
-		case $1 in $pat | ${pat}:*) IFS=$old_ifs; return 0 ;; esac
-	done
-	IFS=$old_ifs
-	return 1
-}
-
-cd /kselftest || exit 1
-list=
-n=0
-while read -r entry; do
-	[ -n "$entry" ] || continue
-	selected "$entry" || continue
-	list="$list $entry"
-	n=$((n + 1))
-done <kselftest-list.txt
-
-echo "KTAP version 1"
-echo "# blkctx-guest: $(uname -r) $(uname -m)"
-echo "1..$n"
-i=0
-for entry in $list; do
-	i=$((i + 1))
-	coll=${entry%%:*}
-	t=${entry#*:}
-	to=$timeout_default
-	if [ -f "$coll/settings" ]; then
-		v=$(sed -n 's/^timeout=//p' "$coll/settings")
-		[ -n "$v" ] && to=$v
-	fi
-	echo "# selftests: $coll: $t"
-	rm -f /tmp/.rc
-	{
-		cd "$coll" || exit 1
-		# in a process group of its own, so that what the test leaves
-		# running, or runs when it times out, is killed with it
-		if [ "$to" -gt 0 ] 2>/dev/null; then
-			timeout -s KILL "$to" setsid "./$t" &
-		else
-			setsid "./$t" &
-		fi
-		pid=$!
-		wait $pid
-		echo $? >/tmp/.rc
-		kill -KILL -- "-$pid" 2>/dev/null
-	} </dev/null 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
-		# line by line: sed would hold a hanging test's output back
-		printf '    %s\n' "$line"
-	done
-	rc=$(cat /tmp/.rc 2>/dev/null || echo 255)
-	case $rc in
-	0) echo "ok $i $coll:$t" ;;
-	4) echo "ok $i $coll:$t # SKIP" ;;
-	124 | 137) echo "not ok $i $coll:$t # TIMEOUT $to seconds" ;;
-	*) echo "not ok $i $coll:$t # exit=$rc" ;;
-	esac
-done
-echo "@SENTINEL@"
-# qemu runs with -no-reboot, so a reset ends it on every machine; poweroff -f
-# would only halt x86 when ACPI cannot load (the KUnit kernel has no PCI)
-reboot -f
-INIT
+	cat "$REPO/tools/guest/init"
 }
 
 # guest_initramfs ARCH OUT: the root, the selftests and /init as a gzip
@@ -597,20 +505,13 @@ guest_boot() {
 	append+=" mmc_core.contexts=${BLKCTX_GUEST_CONTEXTS:-1}"
 	append+=" ${BLKCTX_GUEST_APPEND:-}"
 	[ -z "${BLKCTX_SELFTESTS:-}" ] || append+=" blkctx.tests=$BLKCTX_SELFTESTS"
-	local -a qemu
-	case $arch in
-	x86_64)
-		qemu=(qemu-system-x86_64 -accel tcg -m 1024 -nographic -no-reboot -nic none
-			-bios qboot.rom -kernel "$kernel" -initrd "$initrd"
-			-append "console=ttyS0 $append")
-		;;
-	arm)
-		qemu=(qemu-system-arm -M virt -cpu cortex-a15 -accel tcg -m 1024 -nographic
-			-no-reboot -nic none -kernel "$kernel" -initrd "$initrd"
-			-append "console=ttyAMA0 $append")
-		;;
-	*) die "guest: unknown architecture $arch" ;;
-	esac
+	local -a qemu params
+	# the machine KUnit boots, as kunit.py starts it, with the initramfs
+	mapfile -t params < <(guest_qemu_params "$arch")
+	[ ${#params[@]} -ge 4 ] || die "guest: no QEMU parameters for $arch from qemu_configs/$arch.py"
+	qemu=("${params[0]}" -nodefaults -m 1024 -kernel "$kernel" -initrd "$initrd"
+		-append "${params[2]} $append" -no-reboot -nographic -serial "${params[3]}"
+		"${params[@]:4}")
 	mkdir -p "$(dirname "$log")"
 	echo "# ${qemu[*]}" >"$log"
 	# --foreground: qemu stays in the terminal's process group, so that
@@ -763,6 +664,12 @@ guest_count() {
 	report_counts selftests "$@"
 }
 
+# guest_qemu_params ARCH: qemu_configs/ARCH.py through the tree's kunit.py
+# loader, one value a line: binary, kernel image, console, serial, extras.
+guest_qemu_params() {
+	python3 "$REPO/tools/lib/qemu_params.py" "$TREE" "$REPO/qemu_configs/$1.py"
+}
+
 # guest_arch ARCH: build the initramfs, boot, count; add to the totals and
 # set GUEST_ARCH_OK. It returns 0 even on failure, so that "set -e" keeps
 # applying inside: a caller's "guest_arch || ..." would switch it off.
@@ -776,7 +683,7 @@ guest_arch() {
 	local rc=0 start p f s t0 lock
 	local -a dirs
 	GUEST_ARCH_OK=0
-	kernel=$kdir/${guest_image[$arch]:-}
+	kernel=$kdir/$(guest_qemu_params "$arch" | sed -n 2p)
 	t0=$(date +%s)
 	if [ ! -f "$kernel" ]; then
 		say "selftests: $arch: no kernel $kernel (tools/blkctx kunit $arch builds it)"

@@ -158,7 +158,8 @@ do_kunit() {
 # skip and those for a card without them run; the largest large unit checks
 # the granularity; aggressive PM runtime-suspends the card between tests;
 # a command queue engine host sends every read and write as a queued task
-# (its context in CMD44) and runs the storm through CQE recovery;
+# (its context in CMD44) and runs the storm through CQE recovery; a card
+# with boot partitions shows that they get no streams;
 # parameters out of range ("+" joins several) leave no card at all, and so
 # does a flash geometry the model cannot have (its probe fails).
 SELFTEST_GUESTS=(
@@ -170,7 +171,8 @@ SELFTEST_GUESTS=(
 	"-largeunit 1 mmc_emu.large_unit_size_mb=256 mmc:emmc_contexts,mmc:emmc_extcsd"
 	"-runtimepm 1 mmc_emu.aggressive_pm=1 mmc:emmc_contexts"
 	"-cqe 1 mmc_emu.cqe=1 block,mmc:emmc_*"
-	"-badparams 1 mmc_emu.size_mb=0+mmc_emu.max_context_id=16+mmc_emu.large_unit_size_mb=0+mmc_emu.ext_csd_rev=9 mmc:emmc_contexts"
+	"-boot 1 mmc_emu.boot_size_kb=4096 mmc:emmc_contexts"
+	"-badparams 1 mmc_emu.size_mb=0+mmc_emu.max_context_id=16+mmc_emu.large_unit_size_mb=0+mmc_emu.ext_csd_rev=9+mmc_emu.boot_size_kb=100 mmc:emmc_contexts"
 	"-badftl 1 mmc_emu.ftl_block_kb=6 mmc:emmc_contexts"
 )
 
@@ -277,6 +279,8 @@ do_test() {
 	for step in kunit selftests bench-check; do
 		test_step cases "$step" || rc=1
 	done
+	# the README's main job: it fails when a file's writes miss their context
+	test_step one demo || rc=1
 	for step in pahole warnings; do
 		test_step one "$step" || rc=1
 	done

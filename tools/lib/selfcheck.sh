@@ -53,6 +53,12 @@ sc_shellcheck() {
 	out=$(cd "$REPO" && shellcheck -x -e SC2030,SC2031,SC2034,SC2153,SC2154 \
 		tools/blkctx tools/lib/*.sh tools/lib/reorder-todo .ci/run 2>&1) || rc=$?
 	sc_result "shellcheck tools/blkctx tools/lib/* .ci/run" $rc "$out"
+	# the Python beside the shell: it parses (no __pycache__ left behind)
+	rc=0
+	out=$(python3 -c 'import ast, sys
+for f in sys.argv[1:]:
+	ast.parse(open(f).read(), f)' "$REPO"/tools/lib/*.py 2>&1) || rc=$?
+	sc_result "python3 parses tools/lib/*.py" $rc "$out"
 	# the guest's /init, as guest_initramfs writes it
 	guest_init | sed -e "s|@TEST_TIMEOUT@|120|" -e "s|@SENTINEL@|$GUEST_SENTINEL|" >"$SC_TMP/init"
 	rc=0
@@ -156,7 +162,7 @@ sc_fake_steps() {
 . "$REPO/tools/blkctx"
 case \${SC_FAKE:-}:\$1 in
 setupfails:*) die "setup failed" ;;
-*:setup | *:selfcheck | *:prepare | *:mail-check | *:warnings) exit 0 ;;
+*:setup | *:selfcheck | *:prepare | *:mail-check | *:demo | *:warnings) exit 0 ;;
 *:checkpatch) exit 1 ;;
 *:kunit) report_counts kunit-x86_64 5 0 1; die "the arm kernel does not build" ;;
 silent:selftests) exit 0 ;;
@@ -173,12 +179,12 @@ sc_test_steps() {
 	sc_fake_steps
 	rc=$(TMPDIR=$SC_TMP BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
 	# selfcheck, mail-check, kunit 5 + 1 skipped, selftests 3, bench-check 2,
-	# warnings; checkpatch, kunit's die, selftests' failure, pahole's set -e exit
+	# demo, warnings; checkpatch, kunit's die, selftests' failure, pahole's set -e exit
 	sc_same "test: every step counted, dying ones too" \
-		"1 total: 13 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
+		"1 total: 14 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
 	rc=$(TMPDIR=$SC_TMP SC_FAKE=silent BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
 	sc_same "test: a step that reports no result fails" \
-		"1 total: 10 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
+		"1 total: 11 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
 	rc=$(TMPDIR=$SC_TMP SC_FAKE=setupfails BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
 	sc_same "test: a failed setup still ends with the total" \
 		"1 total: 0 passed, 1 failed, 0 skipped" "$rc $(grep '^total:' "$out")"
@@ -288,6 +294,7 @@ sc_prepare() {
 		report_counts() { :; }
 		guest_initramfs() { echo "booted"; }
 		guest_boot() { echo "booted"; }
+		guest_qemu_params() { printf '%s\n' qemu-system-x86_64 arch/x86/boot/bzImage console=ttyS0 stdio; }
 		mkdir -p "$BUILD/kunit-x86_64/arch/x86/boot"
 		: >"$BUILD/kunit-x86_64/arch/x86/boot/bzImage"
 		tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
@@ -310,6 +317,7 @@ failed 1" "$rc"
 		report_counts() { :; }
 		guest_targets() { echo "block $t"; }
 		guest_check_kconfig() { :; }
+		guest_qemu_params() { printf '%s\n' qemu-system-x86_64 arch/x86/boot/bzImage console=ttyS0 stdio; }
 		guest_initramfs() {
 			mkdir -p "$(dirname "$2")"
 			echo "initramfs for $1" >"$2"
@@ -534,6 +542,47 @@ unknown
 unknown" "$rc"
 }
 
+# checkpatch_strict: one checkpatch run whose typed findings are judged: only
+# ext4's Opt_ CamelCase and a listed upstream commit id are let through, and
+# a checkpatch that fails with no finding fails (a fake checkpatch.pl prints
+# what each patch file holds after "OUT:" and exits with its "RC:").
+sc_checkpatch_judge() {
+	local t=$SC_TMP/cpjudge name rc want got
+	mkdir -p "$t/tree/scripts"
+	cat >"$t/tree/scripts/checkpatch.pl" <<'FAKE'
+my $f = $ARGV[-1];
+open(my $fh, '<', $f) or die;
+my $rc = 0;
+while (<$fh>) {
+	$rc = $1 if /^RC: (\d+)/;
+	print $1, "\n" if /^OUT: (.*)/;
+}
+exit $rc;
+FAKE
+	local fixes='Fixes: 406e14808ee6 ("mmc: block: Remove error check of hw_reset on reset")'
+	local unknown="OUT: WARNING:UNKNOWN_COMMIT_ID: Unknown commit id '406e14808ee6', maybe rebased or not pulled?"
+	printf 'RC: 0\n' >"$t/clean.patch"
+	printf '%s\nRC: 1\n%s\nOUT: CHECK:CAMELCASE: Avoid CamelCase: <Opt_context_policy>\nOUT: total: 0 errors, 1 warnings, 1 checks\n' \
+		"$fixes" "$unknown" >"$t/allowed.patch"
+	printf 'RC: 1\nOUT: CHECK:CAMELCASE: Avoid CamelCase: <ContextPolicy>\n' >"$t/camel.patch"
+	printf '%s\nRC: 1\n%s\nOUT: WARNING:LONG_LINE: line length of 101 exceeds 100 columns\n' \
+		"$fixes" "$unknown" >"$t/fixes-plus.patch"
+	printf 'Fixes: 406e14808ee6 ("another subject")\nRC: 1\n%s\n' "$unknown" >"$t/unlisted.patch"
+	printf 'RC: 2\nOUT: Traceback (most recent call last):\n' >"$t/crashed.patch"
+	while read -r name want; do
+		got=$( (TREE=$t/tree
+			if checkpatch_strict "$t/$name.patch" >/dev/null 2>&1; then echo pass; else echo fail; fi) )
+		sc_same "checkpatch judged: $name" "$want" "$got"
+	done <<'CASES'
+clean pass
+allowed pass
+camel fail
+fixes-plus fail
+unlisted fail
+crashed fail
+CASES
+}
+
 do_selfcheck() {
 	local t0
 	t0=$(date +%s)
@@ -556,6 +605,7 @@ do_selfcheck() {
 	sc_lock
 	sc_progress
 	sc_upstream_commits
+	sc_checkpatch_judge
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
 	[ $SC_FAILED -eq 0 ]
 }

@@ -279,20 +279,34 @@ upstream_commit_known() {
 # know (it has no history before 6.12) that tools/upstream-commits.txt lists
 # with the subject the Fixes: tag gives.
 checkpatch_strict() {
-	local out rc=0 id
-	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --ignore CAMELCASE,UNKNOWN_COMMIT_ID "$1" 2>&1) || rc=1
-	[ $rc -eq 0 ] || { printf '%s\n' "$out"; return 1; }
-	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --types UNKNOWN_COMMIT_ID "$1" 2>&1) ||
-		while read -r id; do
-			upstream_commit_known "$1" "$id" && continue
-			printf '%s\n' "$out"
-			return 1
-		done < <(printf '%s\n' "$out" | sed -n "s/^WARNING: Unknown commit id '\([0-9a-f]*\)'.*/\1/p")
-	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --types CAMELCASE "$1" 2>&1) && return 0
-	if printf '%s\n' "$out" | grep '^CHECK:' | grep -v '^CHECK: Avoid CamelCase: <Opt_[a-z_]*>$' >/dev/null; then
-		printf '%s\n' "$out"
-		return 1
-	fi
+	local out line id allowed=0 bad=0
+	# one run; its findings, typed, are then judged one by one
+	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --show-types "$1" 2>&1) &&
+		return 0
+	while IFS= read -r line; do
+		case $line in
+		WARNING:UNKNOWN_COMMIT_ID:*)
+			id=$(printf '%s\n' "$line" | sed -n "s/^WARNING:UNKNOWN_COMMIT_ID: Unknown commit id '\([0-9a-f]*\)'.*/\1/p")
+			if [ -n "$id" ] && upstream_commit_known "$1" "$id"; then
+				allowed=$((allowed + 1))
+			else
+				bad=1
+			fi
+			;;
+		CHECK:CAMELCASE:*)
+			if [[ $line =~ ^CHECK:CAMELCASE:\ Avoid\ CamelCase:\ \<Opt_[a-z_]*\>$ ]]; then
+				allowed=$((allowed + 1))
+			else
+				bad=1
+			fi
+			;;
+		ERROR:* | WARNING:* | CHECK:*) bad=1 ;;
+		esac
+	done <<<"$out"
+	# checkpatch failed with nothing let through: it failed for another reason
+	[ $bad -eq 0 ] && [ $allowed -gt 0 ] && return 0
+	printf '%s\n' "$out"
+	return 1
 }
 
 do_checkpatch() {
@@ -640,8 +654,11 @@ do_mail() {
 		--find-renames "${version[@]}" "${range[@]}" "${to[@]}" "${cc[@]}" \
 		-o "$dir" pristine..HEAD
 	mail_check "$dir" "$sender"
-	tgit tag -f "blkctx-mail/v$reroll" HEAD >/dev/null
-	tgit tag -f "blkctx-mail/v$reroll-base" pristine >/dev/null
+	# the versions a reroll compares with; mail-check's own are not sent
+	if [ -z "${mail_untagged:-}" ]; then
+		tgit tag -f "blkctx-mail/v$reroll" HEAD >/dev/null
+		tgit tag -f "blkctx-mail/v$reroll-base" pristine >/dev/null
+	fi
 	say "mail: v$reroll, $(find "$dir" -name '*.patch' | wc -l) messages from $sender in $dir (send with git send-email $dir/*.patch)"
 }
 
@@ -710,7 +727,7 @@ mail_check() {
 
 # The mail a sender would get, made and checked in a temporary directory.
 do_mail_check() {
-	local tmp
+	local tmp mail_untagged=1
 	tmp=$(mktemp -d)
 	cleanup_add "$tmp"
 	do_mail --from="blkctx mail check <mail-check@example.org>" "$tmp/mail"

@@ -22,7 +22,7 @@
  * exactly, and with future-knowledge placement they give the limit, the
  * best that placement by true lifetime gets from the card's streams.
  *
- * A policy is a name for /sys/fs/ext4/mmcblk0/context_policy, with
+ * A policy is a name for /sys/fs/ext4/<disk>/context_policy, with
  * "+journal" to mount with journal_context as well, or "default" to leave
  * the kernel as it is: a kernel without context policies runs only that.
  *
@@ -57,15 +57,13 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+/* the card, found as the kselftests find it: never a disk of another card */
+#include "../mmc/emmc_emu.h"
 
-#define DEV		"/dev/mmcblk0"
-#define MNT		"/tmp/bench"
-#define FTL		"/sys/kernel/debug/mmc_emu/ftl"
-#define EMU_LOG		"/sys/kernel/debug/mmc_emu/log"
-#define EMU_CLEAR	"/sys/kernel/debug/mmc_emu/clear"
-#define MAX_EXTENTS	256
-#define POLICY		"/sys/fs/ext4/mmcblk0/context_policy"
-#define DISKSTAT	"/sys/block/mmcblk0/stat"
+#define FTL		EMU_DIR "ftl"
+#define EMU_LOG		EMU_DIR "log"
+#define EMU_CLEAR	EMU_DIR "clear"
+#define FILE_EXTENTS	256
 #define MAX_FILES	65536
 #define MAIL_DIRS	8
 #define DB_PAGE		4096
@@ -73,9 +71,8 @@
 #define LOG_SEGMENT	(4 << 20)
 #define LOG_KEEP	4
 
-#define DISKSIZE	"/sys/block/mmcblk0/size"
-
 static char replay_path[4096];
+static char policy_path[PATH_MAX], diskstat_path[PATH_MAX];
 
 struct counters {
 	unsigned long long host_pages, nand_pages, gc_moved, erases;
@@ -164,21 +161,21 @@ static void read_counters(struct counters *c)
 	physical_blocks = ftl_value(text, "physical_blocks");
 
 	/* Documentation/block/stat.rst: writes are fields 5 and 6 */
-	f = fopen(DISKSTAT, "r");
+	f = fopen(diskstat_path, "r");
 	if (!f || fscanf(f, "%llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
 			 &v[3], &v[4], &v[5]) != 6)
-		die("cannot read " DISKSTAT);
+		die("cannot read %s", diskstat_path);
 	fclose(f);
 	c->write_reqs = v[4];
 	c->write_merges = v[5];
 }
 
-static void write_string(const char *path, const char *s)
+static void must_write(const char *path, const char *s)
 {
-	FILE *f = fopen(path, "w");
+	int err = write_string(path, s);
 
-	if (!f || fputs(s, f) < 0 || fclose(f))
-		die("cannot write %s to %s: %s", s, path, strerror(errno));
+	if (err)
+		die("cannot write %s to %s: %s", s, path, strerror(err));
 }
 
 static void write_all(int fd, size_t len, off_t off, uint64_t *rng)
@@ -365,7 +362,7 @@ static void run_until(struct load *l, unsigned long long pages,
  */
 static unsigned long long file_writes(int fd)
 {
-	size_t size = sizeof(struct fiemap) + MAX_EXTENTS * sizeof(struct fiemap_extent);
+	size_t size = sizeof(struct fiemap) + FILE_EXTENTS * sizeof(struct fiemap_extent);
 	struct fiemap *fm = calloc(1, size);
 	unsigned long long seq, start, count, n = 0;
 	char line[256], op[8];
@@ -376,11 +373,11 @@ static unsigned long long file_writes(int fd)
 		die("out of memory");
 	fm->fm_length = FIEMAP_MAX_OFFSET;
 	fm->fm_flags = FIEMAP_FLAG_SYNC;
-	fm->fm_extent_count = MAX_EXTENTS;
+	fm->fm_extent_count = FILE_EXTENTS;
 	if (ioctl(fd, FS_IOC_FIEMAP, fm))
 		die("FIEMAP: %s", strerror(errno));
-	if (fm->fm_mapped_extents == MAX_EXTENTS)
-		die("the file has more than %d extents", MAX_EXTENTS);
+	if (fm->fm_mapped_extents == FILE_EXTENTS)
+		die("the file has more than %d extents", FILE_EXTENTS);
 	f = fopen(EMU_LOG, "r");
 	if (!f)
 		die("cannot read " EMU_LOG);
@@ -413,7 +410,7 @@ static unsigned long long seq_run(uint64_t seed)
 	if (fd < 0)
 		die("create seq: %s", strerror(errno));
 	/* the log ring holds the last 4096 commands: plenty for one file */
-	write_string(EMU_CLEAR, "1");
+	must_write(EMU_CLEAR, "1");
 	for (off = 0; off < size; off += sizeof(buf))
 		write_all(fd, sizeof(buf), off, &rng);
 	if (fsync(fd))
@@ -432,10 +429,10 @@ static void start_from_new_card(void)
 {
 	uint64_t range[2] = { 0, card_sectors * 512 };
 	struct counters c;
-	int fd = open(DEV, O_WRONLY);
+	int fd = open(emmc.dev, O_WRONLY);
 
 	if (fd < 0 || ioctl(fd, BLKDISCARD, range) || close(fd))
-		die("cannot discard " DEV ": %s", strerror(errno));
+		die("cannot discard %s: %s", emmc.dev, strerror(errno));
 	read_counters(&c);
 	if (c.mapped_pages || c.open_blocks || c.free_blocks != physical_blocks)
 		die("the card is not new after a full discard: %llu pages mapped, %llu blocks open, %llu of %llu free",
@@ -541,16 +538,16 @@ static void run(const char *workload, const char *policy,
 		strcat(options, *options ? ",journal_context" : "journal_context");
 	}
 	start_from_new_card();
-	write_string(EMU_CLEAR, "1");
+	must_write(EMU_CLEAR, "1");
 	read_counters(&start);
-	if (system("mke2fs -q -F -E nodiscard -t ext4 " DEV))
+	if (run_cmd("mke2fs -q -F -E nodiscard -t ext4 %s", emmc.dev))
 		die("mke2fs failed");
-	if (mount(DEV, MNT, "ext4", 0, options))
+	if (mount(emmc.dev, MNT, "ext4", 0, options))
 		die("mount -o %s: %s", options, strerror(errno));
 	if (strcmp(name, "default")) {
-		if (access(POLICY, F_OK))
-			die("no " POLICY " (a kernel without ext4 context policies?)");
-		write_string(POLICY, name);
+		if (access(policy_path, F_OK))
+			die("no %s (a kernel without ext4 context policies?)", policy_path);
+		must_write(policy_path, name);
 	}
 	if (statvfs(MNT, &sv))
 		die("statvfs: %s", strerror(errno));
@@ -625,11 +622,10 @@ static void parse_cmdline(void)
 int main(void)
 {
 	char workloads[256], policies[256], seeds[256], *w, *p, *sd;
-	char *sw, *sp, *ss, *slash;
+	char *sw, *sp, *ss, *slash, path[PATH_MAX];
 	struct counters c;
 	unsigned int streams;
 	ssize_t len;
-	FILE *f;
 
 	parse_cmdline();
 	/* ftlreplay is installed beside ctxbench */
@@ -641,18 +637,17 @@ int main(void)
 		die("no %s", replay_path);
 	if (mkdir(MNT, 0755) && errno != EEXIST)
 		die("mkdir " MNT ": %s", strerror(errno));
+	if (emmc_find())
+		die("no emulated eMMC (mmc_emu) with a disk");
+	snprintf(policy_path, sizeof(policy_path), "/sys/fs/ext4/%s/context_policy", emmc.disk);
+	snprintf(diskstat_path, sizeof(diskstat_path), "/sys/block/%s/stat", emmc.disk);
+	snprintf(path, sizeof(path), "/sys/block/%s/size", emmc.disk);
+	if (read_number(path) <= 0)
+		die("cannot read %s", path);
+	card_sectors = read_number(path);
 	read_counters(&c);
-	f = fopen(DISKSIZE, "r");
-	if (!f || fscanf(f, "%llu", &card_sectors) != 1)
-		die("cannot read " DISKSIZE);
-	fclose(f);
 	/* a kernel without write streams has no such file */
-	streams = 0;
-	f = fopen("/sys/block/mmcblk0/queue/max_write_streams", "r");
-	if (f && fscanf(f, "%u", &streams) != 1)
-		die("cannot read max_write_streams of " DEV);
-	if (f)
-		fclose(f);
+	streams = queue_number("max_write_streams") > 0 ? queue_number("max_write_streams") : 0;
 	printf("ctxbench: seeds=%s fill=%u%% discard=%u warmup=%u.%u volume=%u.%u page_bytes=%llu block_bytes=%llu op_percent=%llu logical_pages=%llu physical_blocks=%llu streams=%u\n",
 	       opt.seeds, opt.fill, opt.discard, opt.warmup / 10,
 	       opt.warmup % 10, opt.volume / 10, opt.volume % 10, page_bytes,

@@ -98,15 +98,16 @@ static void *grow(void *p, size_t cap, size_t size)
 /* The log's writes and discards from --from to before --count-to */
 static struct cmd *read_log(FILE *f, size_t *nr)
 {
-	char line[256], op[16], result[16];
+	char line[256], op[16], result[16], reason[16], flags[16];
 	uint64_t seq, start, expect = opt.from;
 	unsigned int count, ctx;
 	struct cmd *cmds = NULL;
 	size_t n = 0, cap = 0;
 
 	while (expect < opt.count_to && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNu64 " %15s %" SCNu64 " %u %u %15s", &seq,
-			   op, &start, &count, &ctx, result) != 6)
+		flags[0] = '\0';
+		if (sscanf(line, "%" SCNu64 " %15s %" SCNu64 " %u %u %15s %15s %15s", &seq,
+			   op, &start, &count, &ctx, result, reason, flags) < 6)
 			die("log line does not parse: %s", line);
 		if (seq < expect)
 			continue;
@@ -114,8 +115,8 @@ static struct cmd *read_log(FILE *f, size_t *nr)
 			die("the log has no command %" PRIu64 " (the next is %" PRIu64 "): the ring lost commands; raise mmc_emu.log_entries",
 			    expect, seq);
 		expect++;
-		/* Failed commands change nothing */
-		if (strcmp(result, "ok") || !count)
+		/* Failed commands change nothing; boot partitions are not the model's */
+		if (strcmp(result, "ok") || !count || strstr(flags, "boot"))
 			continue;
 		if (!strcmp(op, "R"))
 			continue;

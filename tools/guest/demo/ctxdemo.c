@@ -2,52 +2,21 @@
 /*
  * The demo of tools/blkctx: in the guest, make ext4 on the emulated eMMC,
  * write a few files, and print, from the card's own command log, which
- * context ID the writes of each file's blocks carried.
+ * context ID the writes of each file's blocks carried.  It fails when a
+ * file's writes are missing from the log or, where the disk has write
+ * streams, carried another context than ext4's inode policy gives.
+ *
+ * The card is found, mapped and logged with the kselftests' own helpers.
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
-#include <linux/fiemap.h>
-#include <linux/fs.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "../mmc/emmc_emu.h"
 
-#define DEV	"/dev/mmcblk0"
-#define MNT	"/tmp/emmc"
-#define EMU	"/sys/kernel/debug/mmc_emu/"
-#define NR_EXT	64
+#define NR_FILES 6
 
-struct extent { unsigned long long start, len; };
+static struct log_entry card_log[MAX_LOG];
 
-static int map(const char *path, struct extent *ext)
-{
-	size_t size = sizeof(struct fiemap) + NR_EXT * sizeof(struct fiemap_extent);
-	struct fiemap *fm = calloc(1, size);
-	int fd = open(path, O_RDONLY), n = -1, i;
-
-	if (fd >= 0 && fm) {
-		fm->fm_length = FIEMAP_MAX_OFFSET;
-		fm->fm_flags = FIEMAP_FLAG_SYNC;
-		fm->fm_extent_count = NR_EXT;
-		if (!ioctl(fd, FS_IOC_FIEMAP, fm)) {
-			n = fm->fm_mapped_extents;
-			for (i = 0; i < n; i++) {
-				ext[i].start = fm->fm_extents[i].fe_physical / 512;
-				ext[i].len = fm->fm_extents[i].fe_length / 512;
-			}
-		}
-	}
-	if (fd >= 0)
-		close(fd);
-	free(fm);
-	return n;
-}
-
-static int write_file(const char *path, size_t size)
+static int write_file(const char *path, size_t size, struct file_info *fi)
 {
 	static char buf[65536];
 	size_t done;
@@ -59,80 +28,84 @@ static int write_file(const char *path, size_t size)
 	for (done = 0; done < size; done += sizeof(buf))
 		if (write(fd, buf, size - done < sizeof(buf) ? size - done : sizeof(buf)) < 0)
 			break;
-	fsync(fd);
+	if (fsync(fd) || map_file(fd, fi)) {
+		close(fd);
+		return -1;
+	}
 	return close(fd);
 }
 
 int main(void)
 {
-	static const char *names[] = { "photo.jpg", "notes.txt", "music.ogg",
-				       "cache.db", "log.1", "mail.mbox" };
-	static const size_t sizes[] = { 1 << 20, 8192, 512 << 10, 64 << 10,
-					16 << 10, 256 << 10 };
-	char path[64], line[256], op[8], res[8];
-	unsigned long long start, count, seq;
-	unsigned int ctx, streams = 0;
-	struct extent ext[NR_EXT];
-	struct stat st;
-	FILE *f;
-	int i, e, n;
+	static const char * const names[NR_FILES] = {
+		"photo.jpg", "notes.txt", "music.ogg", "cache.db", "log.1", "mail.mbox"
+	};
+	static const size_t sizes[NR_FILES] = {
+		1 << 20, 8192, 512 << 10, 64 << 10, 16 << 10, 256 << 10
+	};
+	static struct file_info files[NR_FILES];
+	unsigned int streams, ctx, expected, i, wrong = 0;
+	int e, n;
 
-	f = fopen("/sys/block/mmcblk0/queue/max_write_streams", "r");
-	if (!f || fscanf(f, "%u", &streams) != 1) {
-		printf("ctxdemo: no emulated eMMC at %s\n", DEV);
+	if (emmc_find()) {
+		printf("ctxdemo: no emulated eMMC (mmc_emu) with a disk\n");
 		return 1;
 	}
-	fclose(f);
-	printf("ctxdemo: %s has %u write streams (eMMC contexts)\n", DEV, streams);
-	if (system("mke2fs -q -F -t ext4 -E nodiscard " DEV) ||
-	    (mkdir(MNT, 0755) && access(MNT, F_OK)) ||
+	streams = queue_number("max_write_streams") > 0 ? queue_number("max_write_streams") : 0;
+	printf("ctxdemo: %s has %u write streams (eMMC contexts)\n", emmc.dev, streams);
+	if (run_cmd("mke2fs -q -F -t ext4 -E nodiscard %s", emmc.dev) ||
+	    (mkdir(MNT, 0755) && errno != EEXIST) ||
 	    /* ext4 places nothing by default: ask for a stream per file */
-	    mount(DEV, MNT, "ext4", 0, "context_policy=inode")) {
-		printf("ctxdemo: could not make and mount ext4 on %s\n", DEV);
+	    mount(emmc.dev, MNT, "ext4", 0, "context_policy=inode")) {
+		printf("ctxdemo: could not make and mount ext4 on %s\n", emmc.dev);
 		return 1;
 	}
-	f = fopen(EMU "clear", "w");
-	if (f)
-		fclose(f);
-	for (i = 0; i < 6; i++) {
-		snprintf(path, sizeof(path), MNT "/%s", names[i]);
-		write_file(path, sizes[i]);
+	write_string(EMU_DIR "clear", "1");
+	for (i = 0; i < NR_FILES; i++) {
+		snprintf(files[i].path, sizeof(files[i].path), MNT "/%s", names[i]);
+		if (write_file(files[i].path, sizes[i], &files[i])) {
+			printf("ctxdemo: could not write %s\n", files[i].path);
+			return 1;
+		}
 	}
 	sync();
+	n = read_log(card_log, MAX_LOG);
+	if (n < 0) {
+		printf("ctxdemo: no card log in " EMU_DIR "\n");
+		return 1;
+	}
 
 	printf("%-10s %6s %8s  %-8s %s\n", "file", "inode", "KiB", "expected",
 	       "contexts of the card's writes to its blocks");
-	for (i = 0; i < 6; i++) {
-		unsigned int seen[16] = {};
+	for (i = 0; i < NR_FILES; i++) {
+		unsigned int seen[16] = {}, writes = 0;
 
-		snprintf(path, sizeof(path), MNT "/%s", names[i]);
-		n = map(path, ext);
-		if (n < 0 || stat(path, &st))
-			continue;
-		f = fopen(EMU "log", "r");
-		while (f && fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "%llu %7s %llu %llu %u %7s", &seq, op, &start,
-				   &count, &ctx, res) != 6 || strcmp(op, "W") || ctx > 15)
+		for (e = 0; e < n; e++) {
+			if (strcmp(card_log[e].op, "W") || card_log[e].ctx > 15 ||
+			    !overlaps(&files[i], &card_log[e]))
 				continue;
-			for (e = 0; e < n; e++)
-				if (start < ext[e].start + ext[e].len &&
-				    ext[e].start < start + count)
-					seen[ctx]++;
+			seen[card_log[e].ctx]++;
+			writes++;
 		}
-		if (f)
-			fclose(f);
-		printf("%-10s %6lu %8zu  %-8u", names[i], (unsigned long)st.st_ino,
-		       sizes[i] >> 10,
-		       streams ? 1 + (unsigned int)((st.st_ino - 1) % streams) : 0);
+		expected = fold(files[i].ino, streams);
+		printf("%-10s %6lu %8zu  %-8u", names[i], files[i].ino, sizes[i] >> 10,
+		       expected);
 		for (ctx = 0; ctx < 16; ctx++)
 			if (seen[ctx])
 				printf(" ctx %u: %u writes", ctx, seen[ctx]);
 		printf("\n");
+		/* without streams every write carries context 0 */
+		if (!writes || seen[expected] != writes)
+			wrong++;
 	}
 	/* mmc-utils reads EXT_CSD itself, independently of the kernel's view */
 	fflush(stdout);
-	if (system("mmc extcsd read " DEV " | grep -E 'CONTEXT|LARGE_UNIT' | grep -v ': 0x00$' | sed 's/^/ctxdemo: mmc extcsd read: /'"))
+	if (run_cmd("mmc extcsd read %s | grep -E 'CONTEXT|LARGE_UNIT' | grep -v ': 0x00$' | sed 's/^/ctxdemo: mmc extcsd read: /'",
+		    emmc.dev))
 		printf("ctxdemo: mmc extcsd read failed\n");
 	umount(MNT);
-	return 0;
+	if (wrong)
+		printf("ctxdemo: %u of %u files have writes in another context than expected, or none\n",
+		       wrong, NR_FILES);
+	return wrong ? 1 : 0;
 }
