@@ -36,15 +36,10 @@ GUEST_TIMEOUT=${BLKCTX_GUEST_TIMEOUT:-900}
 # Seconds one test may run in the guest unless its settings file says.
 GUEST_TEST_TIMEOUT=${BLKCTX_GUEST_TEST_TIMEOUT:-120}
 
-declare -A guest_deb_arch=([x86_64]=amd64 [arm]=armhf)
-declare -A guest_triplet=([x86_64]=x86_64-linux-gnu [arm]=arm-linux-gnueabihf)
-
-# Options the guest needs in its kernel, on top of what boots KUnit.
+# Options every guest needs in its kernel, on top of what boots KUnit (and
+# of each architecture's own, in ARCH_FACTS).
 GUEST_KCONFIG="BLK_DEV_INITRD RD_GZIP DEVTMPFS TMPFS PROC_FS SYSFS DEBUG_FS
 	BINFMT_ELF BINFMT_SCRIPT"
-# armhf programs use VFPv3; the arm guest resets through PSCI
-declare -A guest_arch_kconfig=([x86_64]="SERIAL_8250_CONSOLE"
-	[arm]="SERIAL_AMBA_PL011_CONSOLE VFP VFPv3 ARM_PSCI")
 
 # The host packages the guests need, to merge into HOST_PACKAGES.
 guest_packages() {

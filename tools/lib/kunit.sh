@@ -2,11 +2,9 @@
 # KUnit through the tree's own kunit.py, one build directory per architecture;
 # and the commands that run several steps: test and demo.
 
-declare -A arch_cc=([x86_64]="" [arm]="arm-linux-gnueabihf-")
-
 kunit_args() {
 	local arch=$1
-	echo --arch="$arch" --kunitconfig="$REPO/kunitconfig" \
+	echo --arch="${arch_linux[$arch]}" --kunitconfig="$REPO/kunitconfig" \
 		--qemu_config="$REPO/qemu_configs/$arch.py" \
 		--build_dir="$BUILD/kunit-$arch"
 	[ -z "${arch_cc[$arch]}" ] || echo --cross_compile="${arch_cc[$arch]}"

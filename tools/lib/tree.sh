@@ -330,11 +330,9 @@ do_checkpatch() {
 arch_make() {
 	local arch=$1
 	shift
-	case $arch in
-	x86_64) make -s -C "$TREE" ARCH=x86_64 "$@" ;;
-	arm) make -s -C "$TREE" ARCH=arm CROSS_COMPILE=arm-linux-gnueabihf- "$@" ;;
-	*) die "unknown architecture $arch" ;;
-	esac
+	[ -n "${arch_linux[$arch]:-}" ] || die "unknown architecture $arch"
+	make -s -C "$TREE" ARCH="${arch_linux[$arch]}" \
+		${arch_cc[$arch]:+CROSS_COMPILE="${arch_cc[$arch]}"} "$@"
 }
 
 # kconfig_unmet WANT CONFIG TREE: the lines CONFIG_X=V of WANT (as in
