@@ -21,8 +21,11 @@ def main() -> int:
 	import kunit_kernel  # pylint: disable=import-outside-toplevel
 
 	_, ops = kunit_kernel._get_qemu_ops(config, None, None)
-	# kunit.py adds its own shutdown parameter; the guests stop themselves
+	# kunit.py adds its own shutdown parameter; the guests stop themselves,
+	# and a guest that KUnit would reboot never gets to its tests
 	console = ops._kernel_command_line.replace(' kunit_shutdown=reboot', '')
+	if 'kunit' in console:
+		raise SystemExit('qemu_params: unexpected kernel command line: ' + console)
 	print('qemu-system-' + ops._qemu_arch)
 	print(ops._kernel_path)
 	print(console)

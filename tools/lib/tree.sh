@@ -604,7 +604,7 @@ mail_sender() {
 # sender, checked by mail_check. A reroll's cover letter carries a
 # range-diff to the version before it, when that was mailed from this tree.
 do_mail() {
-	local dir="" reroll=1 from=$CALLER_IDENT a sender prev tmp branch desc line
+	local dir="" reroll=1 from=$CALLER_IDENT a sender prev tmp branch desc subject out tag
 	local -a range=() to=() cc=() version=()
 	for a in "$@"; do
 		case $a in
@@ -614,7 +614,10 @@ do_mail() {
 		esac
 	done
 	sender=$(mail_sender "$from") || die "mail: no sender: set git's user.name and user.email, or pass --from=\"Name <address>\""
+	# from here on git runs in $TREE: a relative DIR is the caller's
+	[ -n "$dir" ] && dir=$(realpath -m -- "$dir")
 	mail_dir_ok "$dir" || die "mail: $dir is not a new or empty directory"
+	command -v b4 >/dev/null || die "mail: b4 checks the mail and is not installed (tools/blkctx setup installs it)"
 	# send what series/, kunit/ and selftests/ hold, no older, no newer
 	tree_exact
 	branch=$(tgit symbolic-ref --short -q HEAD) || die "mail: $TREE is not on a branch"
@@ -623,16 +626,19 @@ do_mail() {
 	# get_maintainer reads the patches: a first, plain copy for it
 	tgit_pure format-patch -q --find-renames -o "$tmp/plain" pristine..HEAD
 	# not the series' own address, which its MAINTAINERS entries name
-	while IFS= read -r line; do
-		to+=("--to=$line")
-	done < <(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
-		--no-git-fallback --m --no-r --no-l "$tmp"/plain/*.patch 2>/dev/null |
-		grep -vF "<$IDENT_EMAIL>")
-	while IFS= read -r line; do
-		cc+=("--cc=$line")
-	done < <(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
-		--no-git-fallback --no-m --r --l "$tmp"/plain/*.patch 2>/dev/null |
-		grep -vF "<$IDENT_EMAIL>")
+	out=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
+		--no-git-fallback --m --no-r --no-l "$tmp"/plain/*.patch) ||
+		die "mail: scripts/get_maintainer.pl failed"
+	while IFS= read -r a; do
+		[ -z "$a" ] || to+=("--to=$a")
+	done < <(printf '%s\n' "$out" | grep -vF "<$IDENT_EMAIL>")
+	[ ${#to[@]} -gt 0 ] || die "mail: scripts/get_maintainer.pl names no maintainer to send to"
+	out=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
+		--no-git-fallback --no-m --r --l "$tmp"/plain/*.patch) ||
+		die "mail: scripts/get_maintainer.pl failed"
+	while IFS= read -r a; do
+		[ -z "$a" ] || cc+=("--cc=$a")
+	done < <(printf '%s\n' "$out" | grep -vF "<$IDENT_EMAIL>")
 	if [ "$reroll" -gt 1 ]; then
 		version=("--reroll-count=$reroll")
 		prev=blkctx-mail/v$((reroll - 1))
@@ -642,20 +648,30 @@ do_mail() {
 			say "mail: v$((reroll - 1)) was not mailed from this tree: v$reroll has no range-diff"
 		fi
 	fi
-	desc="$(cover_subject)"$'\n\n'"$(cover_body)"$'\n\n'"$(based_on)"
-	mkdir -p "$dir"
-	# the sender's identity as committer: --from and --signoff take it
+	subject=$(cover_subject)
+	[ -n "$subject" ] || subject="blkctx: block I/O contexts for eMMC as write streams"
+	desc="$subject"$'\n\n'"$(cover_body)"$'\n\n'"$(based_on)"
+	# written and checked aside: DIR only ever holds mail that passed
+	# (the sender's identity as committer: --from and --signoff take it)
 	GIT_COMMITTER_NAME=${sender% <*} GIT_COMMITTER_EMAIL=$(mail_address "$sender") \
 		tgit_pure -c core.abbrev=12 -c "branch.$branch.description=$desc" \
 		format-patch -q --zero-commit --no-signature --numbered --thread=shallow \
 		--cover-letter --cover-from-description=subject --from --signoff \
 		--find-renames "${version[@]}" "${range[@]}" "${to[@]}" "${cc[@]}" \
-		-o "$dir" pristine..HEAD
-	mail_check "$dir" "$sender"
-	# the versions a reroll compares with; mail-check's own are not sent
+		-o "$tmp/mail" pristine..HEAD
+	mail_check "$tmp/mail" "$sender"
+	mkdir -p "$dir"
+	mv "$tmp"/mail/*.patch "$dir/" || die "mail: cannot move the mail into $dir"
+	# the versions a reroll compares with (lightweight, whatever the
+	# user's tag config); mail-check's own are not sent
 	if [ -z "${mail_untagged:-}" ]; then
-		tgit tag -f "blkctx-mail/v$reroll" HEAD >/dev/null
-		tgit tag -f "blkctx-mail/v$reroll-base" pristine >/dev/null
+		tag=refs/tags/blkctx-mail/v$reroll
+		if tgit rev-parse -q --verify "$tag" >/dev/null &&
+			[ "$(tgit rev-parse "$tag")" != "$(tgit rev-parse HEAD)" ]; then
+			say "mail: v$reroll was mailed before from other commits; $tag now names these"
+		fi
+		tgit_pure update-ref "$tag" HEAD
+		tgit_pure update-ref "$tag-base" pristine
 	fi
 	say "mail: v$reroll, $(find "$dir" -name '*.patch' | wc -l) messages from $sender in $dir (send with git send-email $dir/*.patch)"
 }
@@ -702,6 +718,8 @@ mail_check() {
 		cat "$tmp/b4.log" >&2
 		die "mail: b4 am does not see $n patches in one thread"
 	fi
+	# git as everyone has it: no mailinfo.scissors, trailer.* or apply.whitespace
+	local -x GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
 	[ "$(git mailsplit -o"$tmp/split" "$tmp/b4/series.mbx")" = "$n" ] ||
 		die "mail: b4 am gave another number of patches than $n"
 	GIT_INDEX_FILE=$tmp/index tgit read-tree pristine
