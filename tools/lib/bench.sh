@@ -132,12 +132,12 @@ PLOT
 }
 
 # The baseline for request counts: pristine 6.12 with only the emulated eMMC
-# (the two series/ patches of mmc_emu, which need nothing else of the series),
+# (the series/ patches of mmc_emu, which need nothing else of the series),
 # built with the KUnit kernel's .config into $BUILD/pristine-emu-x86_64.
 bench_pristine_kernel() {
 	local wt=$CACHE/pristine-emu-wt out=$BUILD/pristine-emu-x86_64 stamp log
 	local -a emu
-	mapfile -t emu < <(find "$REPO/series" -maxdepth 1 -name '[0-9]*-mmc-host-*.patch' | sort)
+	mapfile -t emu < <(find "$REPO/series" -maxdepth 1 -name '[0-9]*-mmc-emu-*.patch' | sort)
 	[ ${#emu[@]} -ge 2 ] || die "bench: the mmc_emu patches are not in series/"
 	mkdir -p "$out"
 	stamp="$(tgit rev-parse pristine) $(cat "${emu[@]}" "$BUILD/kunit-x86_64/.config" | sha256sum | cut -c1-16)"
