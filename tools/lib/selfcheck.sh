@@ -237,6 +237,13 @@ sc_kconfig() {
 	git -C "$t/tree" add -A
 	sc_same "build-each: a symbol that exists but is off" "CONFIG_BAR=y" \
 		"$(kconfig_unmet "$t/want" "$t/config" "$t/tree")"
+	# qemu_configs' lines as kconfig_unmet compares them: whole lines of
+	# a .config, without the Python string's closing quotes
+	local a bad=
+	for a in $ARCHES; do
+		bad+=$(kunit_want "$a" | grep -vxE 'CONFIG_[A-Za-z0-9_]+=([ynm]|[0-9]+|"[^"]*")' || true)
+	done
+	sc_same "build-each: what kunitconfig and qemu_configs want" "" "$bad"
 }
 
 # A scratch kernel tree and repository: a pristine commit and one patch.

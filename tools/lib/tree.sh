@@ -358,6 +358,14 @@ kconfig_unmet() {
 		}'
 }
 
+# kunit_want ARCH: the CONFIG_X=V lines that must be on wherever their
+# symbol exists: kunitconfig's and those of qemu_configs/ARCH.py, whose
+# last one ends the Python string (CONFIG_SERIAL_8250_CONSOLE=y''',).
+kunit_want() {
+	cat "$REPO/kunitconfig"
+	grep -oE "^CONFIG_[A-Za-z0-9_]+=[^'\"]*" "$REPO/qemu_configs/$1.py" || true
+}
+
 # Build every commit of the series in a worktree of its own, so that the
 # developer's tree is left alone; any compiler warning fails the build.
 # Each commit gets the KUnit .config afresh: olddefconfig at an early commit
@@ -389,11 +397,7 @@ do_build_each() {
 	fi
 	mkdir -p "$out"
 	kunit_config "$arch" "$out/kunit.config"
-	# what must be on wherever its symbol exists
-	{
-		cat "$REPO/kunitconfig"
-		grep '^CONFIG_' "$REPO/qemu_configs/$arch.py" || true
-	} >"$out/kunit.want"
+	kunit_want "$arch" >"$out/kunit.want"
 	for c in $(tgit rev-list --reverse pristine..HEAD); do
 		n=$((n + 1))
 		subj=$(tgit log -1 --format=%s "$c")
