@@ -222,8 +222,10 @@ do_reorder() {
 # The cover letter's subject and body are kept by hand in
 # series/0000-cover-letter.patch; the shortlog and diffstat are regenerated.
 cover_subject() {
-	[ -f "$REPO/series/0000-cover-letter.patch" ] || return 0
-	sed -n 's/^Subject: \[[^]]*\] //p' "$REPO/series/0000-cover-letter.patch" | head -1
+	local subject=
+	[ -f "$REPO/series/0000-cover-letter.patch" ] &&
+		subject=$(sed -n 's/^Subject: \[[^]]*\] //p' "$REPO/series/0000-cover-letter.patch" | head -1)
+	printf '%s\n' "${subject:-blkctx: block I/O contexts for eMMC as write streams}"
 }
 
 cover_body() {
@@ -244,7 +246,6 @@ write_cover() {
 	local file=$1 prefix=$2 n subject body date
 	n=$(tgit rev-list --count pristine..HEAD)
 	subject=$(cover_subject)
-	[ -n "$subject" ] || subject="blkctx: block I/O contexts for eMMC as write streams"
 	body=$(cover_body)
 	date=$(tgit_pure log -1 --format=%aD HEAD)
 	{
@@ -608,7 +609,7 @@ mail_sender() {
 # sender, checked by mail_check. A reroll's cover letter carries a
 # range-diff to the version before it, when that was mailed from this tree.
 do_mail() {
-	local dir="" reroll=1 from=$CALLER_IDENT a sender prev tmp branch desc subject out tag
+	local dir="" reroll=1 from=$CALLER_IDENT a sender prev tmp branch desc subject tag
 	local -a range=() to=() cc=() version=()
 	for a in "$@"; do
 		case $a in
@@ -629,20 +630,9 @@ do_mail() {
 	cleanup_add "$tmp"
 	# get_maintainer reads the patches: a first, plain copy for it
 	tgit_pure format-patch -q --find-renames -o "$tmp/plain" pristine..HEAD
-	# not the series' own address, which its MAINTAINERS entries name
-	out=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
-		--no-git-fallback --m --no-r --no-l "$tmp"/plain/*.patch) ||
-		die "mail: scripts/get_maintainer.pl failed"
-	while IFS= read -r a; do
-		[ -z "$a" ] || to+=("--to=$a")
-	done < <(printf '%s\n' "$out" | grep -vF "<$IDENT_EMAIL>")
+	mail_recipients to --to "$tmp/plain" --m --no-r --no-l
 	[ ${#to[@]} -gt 0 ] || die "mail: scripts/get_maintainer.pl names no maintainer to send to"
-	out=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
-		--no-git-fallback --no-m --r --l "$tmp"/plain/*.patch) ||
-		die "mail: scripts/get_maintainer.pl failed"
-	while IFS= read -r a; do
-		[ -z "$a" ] || cc+=("--cc=$a")
-	done < <(printf '%s\n' "$out" | grep -vF "<$IDENT_EMAIL>")
+	mail_recipients cc --cc "$tmp/plain" --no-m --r --l
 	if [ "$reroll" -gt 1 ]; then
 		version=("--reroll-count=$reroll")
 		prev=blkctx-mail/v$((reroll - 1))
@@ -653,7 +643,6 @@ do_mail() {
 		fi
 	fi
 	subject=$(cover_subject)
-	[ -n "$subject" ] || subject="blkctx: block I/O contexts for eMMC as write streams"
 	desc="$subject"$'\n\n'"$(cover_body)"$'\n\n'"$(based_on)"
 	# written and checked aside: DIR only ever holds mail that passed
 	# (the sender's identity as committer: --from and --signoff take it)
@@ -678,6 +667,22 @@ do_mail() {
 		tgit_pure update-ref "$tag-base" pristine
 	fi
 	say "mail: v$reroll, $(find "$dir" -name '*.patch' | wc -l) messages from $sender in $dir (send with git send-email $dir/*.patch)"
+}
+
+# mail_recipients ARRAY OPTION DIR ROLES...: ARRAY gets "OPTION=address"
+# for each address get_maintainer.pl gives for the patches in DIR with
+# ROLES, but the series' own, which its MAINTAINERS entries name.
+mail_recipients() {
+	local -n list=$1
+	local opt=$2 dir=$3 out a
+	shift 3
+	out=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
+		--no-git-fallback "$@" "$dir"/*.patch) ||
+		die "mail: scripts/get_maintainer.pl failed"
+	list=()
+	while IFS= read -r a; do
+		[ -z "$a" ] || [[ $a == *"<$IDENT_EMAIL>"* ]] || list+=("$opt=$a")
+	done <<<"$out"
 }
 
 mail_address() {
