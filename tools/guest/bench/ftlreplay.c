@@ -290,30 +290,30 @@ int main(int argc, char **argv)
 	cmds = read_log(f, &nr);
 	fclose(f);
 
-	ftl = emu_ftl_create(opt.sectors * SECTOR, opt.page_bytes,
-			     opt.block_bytes, opt.op_percent);
+	ftl = mmc_emu_ftl_create(opt.sectors * SECTOR, opt.page_bytes,
+				 opt.block_bytes, opt.op_percent);
 	if (IS_ERR(ftl))
 		die("the model refused the geometry");
 	spp = opt.page_bytes / SECTOR;
-	emu_ftl_stats(ftl, &b);
+	mmc_emu_ftl_stats(ftl, &b);
 	logical_pages = b.logical_pages;
 	if (opt.future)
 		stream = future_streams(cmds, nr, spp, logical_pages);
 
 	for (i = 0; i <= nr; i++) {
 		if (!counting && (i == nr || cmds[i].seq >= opt.count_from)) {
-			emu_ftl_stats(ftl, &a);
+			mmc_emu_ftl_stats(ftl, &a);
 			counting = true;
 		}
 		if (i == nr)
 			break;
 		if (!cmds[i].write) {
-			check(emu_ftl_trim(ftl, cmds[i].start, cmds[i].count), &cmds[i]);
+			check(mmc_emu_ftl_trim(ftl, cmds[i].start, cmds[i].count), &cmds[i]);
 			continue;
 		}
 		if (!opt.future) {
-			check(emu_ftl_write(ftl, cmds[i].start, cmds[i].count,
-					    cmds[i].ctx), &cmds[i]);
+			check(mmc_emu_ftl_write(ftl, cmds[i].start, cmds[i].count,
+						cmds[i].ctx), &cmds[i]);
 			continue;
 		}
 		/* Page by page, each in its own stream */
@@ -322,20 +322,20 @@ int main(int argc, char **argv)
 			uint64_t s = lpn * spp > cmds[i].start ? lpn * spp : cmds[i].start;
 			uint64_t t = (lpn + 1) * spp < end ? (lpn + 1) * spp : end;
 
-			ret = emu_ftl_write(ftl, s, t - s, stream[e++]);
+			ret = mmc_emu_ftl_write(ftl, s, t - s, stream[e++]);
 			check(ret, &cmds[i]);
 		}
 	}
-	emu_ftl_stats(ftl, &b);
+	mmc_emu_ftl_stats(ftl, &b);
 	b.host_pages_written -= a.host_pages_written;
 	b.nand_pages_programmed -= a.nand_pages_programmed;
 	b.gc_pages_moved -= a.gc_pages_moved;
 	b.blocks_erased -= a.blocks_erased;
-	waf = emu_ftl_wa_milli(&b);
+	waf = mmc_emu_ftl_wa_milli(&b);
 	printf("ftlreplay: placement=%s host_pages=%llu nand_pages=%llu gc_moved=%llu erases=%llu waf=%llu.%03llu\n",
 	       placement, b.host_pages_written, b.nand_pages_programmed,
 	       b.gc_pages_moved, b.blocks_erased, waf / 1000, waf % 1000);
-	emu_ftl_destroy(ftl);
+	mmc_emu_ftl_destroy(ftl);
 	free(stream);
 	free(cmds);
 	return 0;
