@@ -219,7 +219,7 @@ test_step() {
 	shift
 	say "test: $*"
 	before=$(wc -l <"$BLKCTX_RESULTS")
-	"${BLKCTX_SELF:-$REPO/tools/blkctx}" "$@" || rc=$?
+	run_child "${BLKCTX_SELF:-$REPO/tools/blkctx}" "$@" || rc=$?
 	read -r p f s < <(tail -n +$((before + 1)) "$BLKCTX_RESULTS" |
 		awk '{ p += $2; f += $3; s += $4 } END { print p + 0, f + 0, s + 0 }')
 	case $kind in

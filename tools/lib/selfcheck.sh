@@ -155,6 +155,41 @@ sc_progress() {
 	sc_same "progress: the caller's lock is free once the command is done" free "$rc"
 }
 
+# SIGTERM or SIGINT to a command stops it at once, and with it the whole
+# process group of the child it runs (a QEMU and what it started), not only
+# once that child has ended by itself.
+sc_interrupt() {
+	local t=$SC_TMP/interrupt sig out
+	mkdir -p "$t"
+	# a grandchild in the foreground of its parent, as QEMU under timeout
+	cat >"$t/child" <<EOF
+sh -c 'echo \$\$ >"$t/grandchild"; : >"$t/started"; exec sleep 60'
+EOF
+	for sig in TERM INT; do
+		rm -f "$t/started"
+		bash -c "set -m; . '$REPO/tools/blkctx'
+			BLKCTX_PROGRESS_SECONDS=1 with_progress step '' - sh '$t/child'
+			echo 'went on after the child'" >"$t/out" 2>&1 &
+		local pid=$! start=$SECONDS rc=0
+		for _ in $(seq 100); do
+			[ ! -e "$t/started" ] || break
+			sleep 0.1
+		done
+		kill -"$sig" "$pid"
+		wait "$pid" || rc=$?
+		out="status $rc in $((SECONDS - start < 5 ? 0 : SECONDS - start)) s"
+		# killed, it may stay a zombie for a moment
+		for _ in $(seq 20); do
+			kill -0 "$(cat "$t/grandchild")" 2>/dev/null || break
+			sleep 0.1
+		done
+		! kill -0 "$(cat "$t/grandchild")" 2>/dev/null || out="$out, the child's sleep still runs"
+		! grep -q 'went on' "$t/out" || out="$out, it went on"
+		sc_same "interrupt: SIG$sig ends the command and its child's group at once" \
+			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
+	done
+}
+
 # A fake tools/blkctx for test's steps: each step does what its name says.
 sc_fake_steps() {
 	cat >"$SC_TMP/fake" <<EOF
@@ -324,6 +359,8 @@ failed 1" "$rc"
 	rc=$( (
 		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
 		GUEST_DIR=$t/cache/guest
+		# the initramfs's temporary file: this subshell runs no EXIT trap
+		TMPDIR=$t
 		patches_digest >"$TREE/.git/blkctx-applied"
 		GUEST_BUILD=kunit GUEST_FAILED=0 GUEST_PASSED=0 GUEST_SKIPPED=0
 		SELFTEST_GUESTS=("-one 1 - block" "-two 0 mmc_emu.cqe=1 block")
@@ -631,6 +668,7 @@ do_selfcheck() {
 	sc_env_doc
 	sc_lock
 	sc_progress
+	sc_interrupt
 	sc_upstream_commits
 	sc_checkpatch_judge
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
