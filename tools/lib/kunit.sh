@@ -176,25 +176,50 @@ SELFTEST_GUESTS=(
 	"-badftl 1 mmc_emu.ftl_block_kb=6 mmc:emmc_contexts"
 )
 
+# guest_names: main and the names of SELFTEST_GUESTS, without their "-".
+guest_names() {
+	local guest
+	echo main
+	for guest in "${SELFTEST_GUESTS[@]}"; do
+		guest=${guest%% *}
+		echo "${guest#-}"
+	done
+}
+
+# guest_wanted NAME: BLKCTX_GUESTS is empty or names it.
+guest_wanted() {
+	[ -z "${BLKCTX_GUESTS:-}" ] || [[ ",$BLKCTX_GUESTS," == *",$1,"* ]]
+}
+
 do_selftests_both() {
-	local arch guest suffix contexts append tests initrd rc=0
+	local arch guest suffix contexts append tests initrd use save name rc=0
+	for name in ${BLKCTX_GUESTS:+${BLKCTX_GUESTS//,/ }}; do
+		guest_names | grep -xF -- "$name" >/dev/null ||
+			die "BLKCTX_GUESTS: no guest \"$name\"; the guests are: $(guest_names | paste -sd, -)"
+	done
 	tree_current
 	for arch in $(arch_list "$@"); do
 		# one initramfs per architecture: the guests differ only in the
 		# kernel's command line
 		initrd=$(mktemp "${TMPDIR:-/tmp}/blkctx-initramfs.XXXXXX")
 		cleanup_add "$initrd"
-		GUEST_LOG_SUFFIX="" GUEST_INITRD_SAVE=$initrd guest_arch "$arch"
-		[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
-		# none built (no kernel, say): each guest tries on its own
-		[ -s "$initrd" ] || initrd=""
+		if guest_wanted main; then
+			GUEST_LOG_SUFFIX="" GUEST_INITRD_SAVE=$initrd guest_arch "$arch"
+			[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
+		fi
 		for guest in "${SELFTEST_GUESTS[@]}"; do
 			read -r suffix contexts append tests <<<"$guest"
+			guest_wanted "${suffix#-}" || continue
 			[ "$append" != - ] || append=""
 			append=${append//+/ }
+			# the first to boot builds the initramfs (none built yet:
+			# main not booted, or no kernel), the others boot it; tests
+			# the user named replace the guest's own
+			use=$initrd save=""
+			[ -s "$initrd" ] || { use="" save=$initrd; }
 			GUEST_LOG_SUFFIX=$suffix BLKCTX_GUEST_CONTEXTS=$contexts \
-				BLKCTX_GUEST_APPEND=$append BLKCTX_SELFTESTS=$tests \
-				GUEST_INITRD=$initrd guest_arch "$arch"
+				BLKCTX_GUEST_APPEND=$append BLKCTX_SELFTESTS=${BLKCTX_SELFTESTS:-$tests} \
+				GUEST_INITRD=$use GUEST_INITRD_SAVE=$save guest_arch "$arch"
 			[ "$GUEST_ARCH_OK" -eq 1 ] || rc=1
 		done
 	done

@@ -385,6 +385,39 @@ failed 1" "$rc"
 booted initramfs for x86_64
 booted initramfs for x86_64
 booted initramfs for x86_64" "$rc"
+	# BLKCTX_GUESTS picks guests (the first picked builds the initramfs),
+	# BLKCTX_SELFTESTS replaces their tests, an unknown guest is refused
+	rc=$( (
+		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
+		GUEST_DIR=$t/cache/guest TMPDIR=$t
+		patches_digest >"$TREE/.git/blkctx-applied"
+		GUEST_BUILD=kunit GUEST_FAILED=0 GUEST_PASSED=0 GUEST_SKIPPED=0
+		SELFTEST_GUESTS=("-one 1 - block" "-two 0 mmc_emu.cqe=1 block" "-three 1 - mmc")
+		report_counts() { :; }
+		guest_targets() { echo "block $t"; }
+		guest_check_kconfig() { :; }
+		guest_qemu_params() { printf '%s\n' qemu-system-x86_64 arch/x86/boot/bzImage console=ttyS0 stdio; }
+		guest_initramfs() {
+			mkdir -p "$(dirname "$2")"
+			echo "initramfs for $1" >"$2"
+			echo "built" >&3
+		}
+		guest_boot() { echo "booted ${GUEST_LOG_SUFFIX:-main}: $BLKCTX_SELFTESTS" >&3; }
+		guest_judge() { GUEST_P=1 GUEST_F=0 GUEST_S=0; }
+		mkdir -p "$BUILD/kunit-x86_64/arch/x86/boot"
+		: >"$BUILD/kunit-x86_64/arch/x86/boot/bzImage"
+		tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
+		BLKCTX_GUESTS=two,three do_selftests_both x86_64 3>&1 >/dev/null 2>&1
+		BLKCTX_GUESTS=three BLKCTX_SELFTESTS=block:x do_selftests_both x86_64 3>&1 >/dev/null 2>&1
+		(BLKCTX_GUESTS=main,four do_selftests_both x86_64 2>&1 >/dev/null) | sed 's/^blkctx: //'
+	)) || true
+	sc_same "selftests: BLKCTX_GUESTS and BLKCTX_SELFTESTS choose guests and tests" \
+		"built
+booted -two: block
+booted -three: mmc
+built
+booted -three: block:x
+error: BLKCTX_GUESTS: no guest \"four\"; the guests are: main,one,two,three" "$rc"
 }
 
 # export and mail: the same bytes whatever the user's git configuration.
