@@ -357,27 +357,9 @@ failed 1" "$rc"
 	# the guests of an architecture differ only in the kernel's command
 	# line: the first builds the initramfs, every one boots it
 	rc=$( (
-		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
-		GUEST_DIR=$t/cache/guest
-		# the initramfs's temporary file: this subshell runs no EXIT trap
-		TMPDIR=$t
-		patches_digest >"$TREE/.git/blkctx-applied"
-		GUEST_BUILD=kunit GUEST_FAILED=0 GUEST_PASSED=0 GUEST_SKIPPED=0
+		sc_fake_guests "$t"
 		SELFTEST_GUESTS=("-one 1 - block" "-two 0 mmc_emu.cqe=1 block")
-		report_counts() { :; }
-		guest_targets() { echo "block $t"; }
-		guest_check_kconfig() { :; }
-		guest_qemu_params() { printf '%s\n' qemu-system-x86_64 arch/x86/boot/bzImage console=ttyS0 stdio; }
-		guest_initramfs() {
-			mkdir -p "$(dirname "$2")"
-			echo "initramfs for $1" >"$2"
-			echo "built" >&3
-		}
 		guest_boot() { echo "booted $(cat "$3")" >&3; }
-		guest_judge() { GUEST_P=1 GUEST_F=0 GUEST_S=0; }
-		mkdir -p "$BUILD/kunit-x86_64/arch/x86/boot"
-		: >"$BUILD/kunit-x86_64/arch/x86/boot/bzImage"
-		tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
 		do_selftests_both x86_64 3>&1 >/dev/null 2>&1
 	)) || true
 	sc_same "selftests: one initramfs per architecture, booted by every guest" \
@@ -388,25 +370,9 @@ booted initramfs for x86_64" "$rc"
 	# BLKCTX_GUESTS picks guests (the first picked builds the initramfs),
 	# BLKCTX_SELFTESTS replaces their tests, an unknown guest is refused
 	rc=$( (
-		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
-		GUEST_DIR=$t/cache/guest TMPDIR=$t
-		patches_digest >"$TREE/.git/blkctx-applied"
-		GUEST_BUILD=kunit GUEST_FAILED=0 GUEST_PASSED=0 GUEST_SKIPPED=0
+		sc_fake_guests "$t"
 		SELFTEST_GUESTS=("-one 1 - block" "-two 0 mmc_emu.cqe=1 block" "-three 1 - mmc")
-		report_counts() { :; }
-		guest_targets() { echo "block $t"; }
-		guest_check_kconfig() { :; }
-		guest_qemu_params() { printf '%s\n' qemu-system-x86_64 arch/x86/boot/bzImage console=ttyS0 stdio; }
-		guest_initramfs() {
-			mkdir -p "$(dirname "$2")"
-			echo "initramfs for $1" >"$2"
-			echo "built" >&3
-		}
 		guest_boot() { echo "booted ${GUEST_LOG_SUFFIX:-main}: $BLKCTX_SELFTESTS" >&3; }
-		guest_judge() { GUEST_P=1 GUEST_F=0 GUEST_S=0; }
-		mkdir -p "$BUILD/kunit-x86_64/arch/x86/boot"
-		: >"$BUILD/kunit-x86_64/arch/x86/boot/bzImage"
-		tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
 		BLKCTX_GUESTS=two,three do_selftests_both x86_64 3>&1 >/dev/null 2>&1
 		BLKCTX_GUESTS=three BLKCTX_SELFTESTS=block:x do_selftests_both x86_64 3>&1 >/dev/null 2>&1
 		(BLKCTX_GUESTS=main,four do_selftests_both x86_64 2>&1 >/dev/null) | sed 's/^blkctx: //'
@@ -418,6 +384,32 @@ booted -three: mmc
 built
 booted -three: block:x
 error: BLKCTX_GUESTS: no guest \"four\"; the guests are: main,one,two,three" "$rc"
+}
+
+# sc_fake_guests T: in the caller's subshell, a cache under T whose kernel
+# was built from the tree as it is, and guests whose initramfs build says
+# "built" on fd 3 and whose boots pass.
+sc_fake_guests() {
+	REPO=$1/repo CACHE=$1/cache TREE=$1/cache/linux BUILD=$1/cache/build
+	GUEST_DIR=$1/cache/guest
+	# the initramfs's temporary file: the subshell runs no EXIT trap
+	TMPDIR=$1
+	SC_FAKE_DIR=$1
+	patches_digest >"$TREE/.git/blkctx-applied"
+	GUEST_BUILD=kunit GUEST_FAILED=0 GUEST_PASSED=0 GUEST_SKIPPED=0
+	report_counts() { :; }
+	guest_targets() { echo "block $SC_FAKE_DIR"; }
+	guest_check_kconfig() { :; }
+	guest_qemu_params() { printf '%s\n' qemu-system-x86_64 arch/x86/boot/bzImage console=ttyS0 stdio; }
+	guest_initramfs() {
+		mkdir -p "$(dirname "$2")"
+		echo "initramfs for $1" >"$2"
+		echo "built" >&3
+	}
+	guest_judge() { GUEST_P=1 GUEST_F=0 GUEST_S=0; }
+	mkdir -p "$BUILD/kunit-x86_64/arch/x86/boot"
+	: >"$BUILD/kunit-x86_64/arch/x86/boot/bzImage"
+	tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
 }
 
 # export and mail: the same bytes whatever the user's git configuration.
