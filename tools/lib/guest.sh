@@ -519,59 +519,19 @@ guest_boot() {
 	return $rc
 }
 
-# guest_ktap LOG FINISHED: count the KTAP that /init printed in LOG.
-# Leaves are the result lines with no results nested under them (4 spaces a
-# level, or the "# " that kselftest's runner puts before each line of a
-# test); "# SKIP" makes one skipped. One failure more for: a failed test
-# whose subtests all passed (it crashed, or exited non-zero), a test whose
-# kselftest "# Totals:" line counts failures that none of its results shows,
-# and, when FINISHED is 1, a plan not met (else the crash or hang is the
-# failure). Prints "passed failed skipped", then "FAIL name" per failure.
+# guest_ktap LOG FINISHED: count the KTAP that /init printed in LOG with the
+# tree's kunit_parser (tools/lib/ktap.py says how). Prints "passed failed
+# skipped", then "FAIL name" per failure; FINISHED 1 checks every plan. A
+# parser that fails is one failure, never a pass.
 guest_ktap() {
-	awk -v finished="$2" '
-	function fail(what) { f++; failed[nf++] = what }
-	{ sub(/\r$/, "") }
-	!started { if ($0 == "KTAP version 1") started = 1; next }
-	{
-		line = $0; d = 0
-		while (1) {
-			if (substr(line, 1, 4) == "    ") { line = substr(line, 5); d++ }
-			else if (substr(line, 1, 2) == "# " && substr(line, 3) ~ /^ *(not ok|ok|1\.\.)[ 0-9]/) { line = substr(line, 3); d++ }
-			else break
-		}
-	}
-	d == 0 && line ~ /^1\.\.[0-9]+/ { plan = substr(line, 4) + 0; next }
-	line ~ /^# Totals: / {
-		if (line ~ /[ \t](fail|error):[1-9]/) totfail[d] = 1
-		next
-	}
-	line ~ /^(not )?ok [0-9]+/ {
-		notok = line ~ /^not ok/
-		skip = line ~ /#[ \t]*[Ss][Kk][Ii][Pp]/
-		name = line; sub(/^(not )?ok [0-9]+ *(- )?/, "", name)
-		if (d == 0) top++
-		if (!has[d + 1] && !totfail[d + 1]) {
-			if (skip) s++
-			else if (notok) fail(name)
-			else p++
-			if (notok && !skip) for (k = 0; k <= d; k++) bad[k] = 1
-		} else if (!bad[d + 1] && totfail[d + 1]) {
-			fail(name " (its totals count failures)")
-			for (k = 0; k <= d; k++) bad[k] = 1
-		} else if (notok && !skip && !bad[d + 1]) {
-			fail(name " (its subtests passed)")
-			for (k = 0; k <= d; k++) bad[k] = 1
-		}
-		for (k = d + 1; k <= depth; k++) { has[k] = 0; bad[k] = 0; totfail[k] = 0 }
-		has[d] = 1
-		if (d > depth) depth = d
-	}
-	END {
-		if (started && finished && plan != top)
-			fail("plan 1.." plan " but " top " results")
-		print p + 0, f + 0, s + 0
-		for (i = 0; i < nf; i++) print "FAIL " failed[i]
-	}' "$1"
+	local out rc=0
+	out=$(python3 -B "$REPO/tools/lib/ktap.py" "$TREE" "$1" "$2") || rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "0 1 0"
+		echo "FAIL tools/lib/ktap.py failed (status $rc) on $1"
+		return 0
+	fi
+	echo "$out"
 }
 
 # guest_check_kconfig CONFIG ARCH DIR...: the options missing from the kernel

@@ -296,9 +296,10 @@ do_test() {
 	[ "${CI:-}" != true ] || prepare="prepare --force"
 	# without the packages and the tree no other step can run
 	test_step quiet setup || { test_total; return 1; }
-	test_step one selfcheck || rc=1
 	# shellcheck disable=SC2086 # "prepare --force"
 	test_step quiet $prepare || { test_total; return 1; }
+	# after prepare: it reads the guests' KTAP with the tree's kunit_parser
+	test_step one selfcheck || rc=1
 	test_step one checkpatch || rc=1
 	test_step one mail-check || rc=1
 	for step in kunit selftests bench-check; do

@@ -93,6 +93,11 @@ CASES
 # the sentinel is one failure more).
 sc_guest() {
 	local d=$REPO/tools/selfcheck name rc want got
+	if [ ! -f "$TREE/tools/testing/kunit/kunit_parser.py" ]; then
+		sc_result "guest counts: the tree's kunit_parser is there (run tools/blkctx prepare)" 1 \
+			"no $TREE/tools/testing/kunit/kunit_parser.py"
+		return 0
+	fi
 	while read -r name rc want; do
 		got=$( (guest_judge x86_64 "$d/guest-$name.log" "$rc" 2>/dev/null
 			echo "$GUEST_P $GUEST_F $GUEST_S"))
@@ -107,6 +112,8 @@ stopped 124 2 1 0
 pass 124 3 1 0
 kasan 0 3 1 0
 lockdep 0 3 1 0
+shortplan 0 2 1 0
+prefixed 0 4 1 2
 CASES
 	sc_same "guest counts: an empty log" "0 1 0" \
 		"$( (guest_judge x86_64 /dev/null 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
