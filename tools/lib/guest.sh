@@ -64,14 +64,16 @@ guest_apt_ready() {
 			die "dpkg does not know the $darch architecture; as root run: dpkg --add-architecture $darch && apt-get update (tools/blkctx setup does it)"
 		say "guest: adding the $darch architecture to dpkg"
 		dpkg --add-architecture "$darch"
-		apt-get update -q >&2
+		apt_update
 	fi
 	if ! apt-cache show --no-all-versions "busybox:$darch" >/dev/null 2>&1; then
 		[ "$(id -u)" -eq 0 ] ||
 			die "apt has no $darch package lists; as root run: apt-get update"
 		say "guest: apt has no $darch package lists, updating them"
-		apt-get update -q >&2
+		apt_update
 	fi
+	apt-cache show --no-all-versions "busybox:$darch" >/dev/null 2>&1 ||
+		die "guest: apt still has no $darch package lists after apt-get update (see above)"
 }
 
 # guest_pkg_infos DARCH NAME...: for each NAME that has a candidate of

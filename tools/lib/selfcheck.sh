@@ -456,6 +456,34 @@ sc_export() {
 	fi
 }
 
+# apt-get update is tried three times, then the lists apt has are used;
+# guest_apt_ready dies when they still lack the guest's architecture.
+sc_apt() {
+	local got
+	got=$( (
+		tries=0
+		apt-get() { tries=$((tries + 1)); [ "$tries" -ge 3 ]; }
+		sleep() { :; }
+		apt_update 2>/dev/null && echo "returned after $tries"
+	))
+	sc_same "apt: an update that fails twice is tried a third time" "returned after 3" "$got"
+	got=$( (
+		apt-get() { return 100; }
+		sleep() { :; }
+		apt_update 2>&1 | grep -c "going on"
+	))
+	sc_same "apt: an update that keeps failing is a warning" "1" "$got"
+	got=$( (
+		dpkg() { case $1 in --print-architecture) echo amd64 ;; *) echo armhf ;; esac; }
+		apt-cache() { return 100; }
+		apt-get() { return 0; }
+		id() { echo 0; }
+		guest_apt_ready armhf 2>/dev/null
+		echo reached
+	)) || true
+	sc_same "apt: no armhf lists after an update dies" "" "$got"
+}
+
 # A failed package resolution is never cached as resolved.
 sc_resolve() {
 	local t=$SC_TMP/resolve rc
@@ -696,6 +724,7 @@ do_selfcheck() {
 	sc_export
 	sc_mail
 	sc_resolve
+	sc_apt
 	sc_front_door
 	sc_env_doc
 	sc_lock

@@ -21,9 +21,28 @@ do_setup() {
 	[ "$(id -u)" -eq 0 ] || die "setup must run as root to install: ${missing[*]}"
 	say "setup: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q
-	apt-get install -y -q --no-install-recommends "${missing[@]}"
+	apt_update
+	apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+		die "setup: apt-get install failed (see above)"
 	guest_setup
+}
+
+# apt_update: apt-get update, tried three times. A mirror caught syncing
+# serves an index that does not match its Release file, and apt then fails
+# the whole update for that one index (seen for bookworm-security's armhf
+# Packages): after the third try go on with the lists apt has, with a
+# warning; a package that is then missing fails where it is installed or
+# downloaded.
+apt_update() {
+	local try
+	for try in 1 2 3; do
+		apt-get update -q >&2 && return 0
+		[ $try -eq 3 ] || {
+			say "apt-get update failed (try $try of 3); again in 30 s"
+			sleep 30
+		}
+	done
+	say "warning: apt-get update failed three times; going on with the package lists apt has"
 }
 
 # arch_list [ARCH...]: the architectures given, or all of them.
