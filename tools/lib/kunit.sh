@@ -240,10 +240,11 @@ TEST_FAILED_STEPS=""
 # "quiet": only a failure counts. BLKCTX_SELF replaces tools/blkctx (for
 # selfcheck).
 test_step() {
-	local kind=$1 step=$2 before rc=0 p=0 f=0 s=0
+	local kind=$1 step=$2 before rc=0 p=0 f=0 s=0 t0
 	shift
 	say "test: $*"
 	before=$(wc -l <"$BLKCTX_RESULTS")
+	t0=$(date +%s)
 	run_child "${BLKCTX_SELF:-$REPO/tools/blkctx}" "$@" || rc=$?
 	read -r p f s < <(tail -n +$((before + 1)) "$BLKCTX_RESULTS" |
 		awk '{ p += $2; f += $3; s += $4 } END { print p + 0, f + 0, s + 0 }')
@@ -269,6 +270,7 @@ test_step() {
 	TEST_PASSED=$((TEST_PASSED + p))
 	TEST_FAILED=$((TEST_FAILED + f))
 	TEST_SKIPPED=$((TEST_SKIPPED + s))
+	test_record "$step" "$rc" "$p" "$f" "$s" $(($(date +%s) - t0)) "$before"
 	if [ $rc -ne 0 ]; then
 		say "test: $step FAILED"
 		TEST_FAILED_STEPS+=" $step"
@@ -276,8 +278,33 @@ test_step() {
 	fi
 }
 
-# test_total: the closing line, which CI reads.
+TEST_RECORDS=""
+
+# json_string TEXT: TEXT as a JSON string.
+json_string() {
+	local t=${1//\\/\\\\}
+	t=${t//\"/\\\"}
+	printf '"%s"' "${t//[$'\001'-$'\037']/ }"
+}
+
+# test_record STEP STATUS PASSED FAILED SKIPPED SECONDS BEFORE: a step's
+# record for the JSON results, with the counts it reported (the lines of
+# BLKCTX_RESULTS after line BEFORE).
+test_record() {
+	local reports="" name p f s
+	while read -r name p f s; do
+		reports+="${reports:+, }{\"name\": $(json_string "$name"), \"passed\": ${p:-0}, \"failed\": ${f:-0}, \"skipped\": ${s:-0}}"
+	done < <(tail -n +$(($7 + 1)) "$BLKCTX_RESULTS")
+	TEST_RECORDS+="${TEST_RECORDS:+,}"$'\n'"    {\"step\": $(json_string "$1"), \"status\": $2, \"passed\": $3, \"failed\": $4, \"skipped\": $5, \"seconds\": $6, \"reports\": [$reports]}"
+}
+
+# test_total: the closing line, which CI reads, and the same results with
+# each step's record as JSON in $BUILD/test-results.json.
 test_total() {
+	mkdir -p "$BUILD"
+	printf '{"passed": %d, "failed": %d, "skipped": %d, "steps": [%s\n]}\n' \
+		"$TEST_PASSED" "$TEST_FAILED" "$TEST_SKIPPED" "$TEST_RECORDS" >"$BUILD/test-results.json"
+	say "test: results as JSON in $BUILD/test-results.json"
 	echo "total: $TEST_PASSED passed, $TEST_FAILED failed, $TEST_SKIPPED skipped"
 	if [ -z "$TEST_FAILED_STEPS" ]; then
 		say "test: everything passed"

@@ -217,19 +217,37 @@ EOF
 }
 
 sc_test_steps() {
-	local out=$SC_TMP/test.out rc
+	local out=$SC_TMP/test.out rc json=$SC_TMP/build/test-results.json
 	sc_fake_steps
-	rc=$(TMPDIR=$SC_TMP BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
+	rc=$(BUILD=$SC_TMP/build TMPDIR=$SC_TMP BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
 	# selfcheck, mail-check, kunit 5 + 1 skipped, selftests 3, bench-check 2,
 	# demo, warnings; checkpatch, kunit's die, selftests' failure, pahole's set -e exit
 	sc_same "test: every step counted, dying ones too" \
 		"1 total: 14 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
-	rc=$(TMPDIR=$SC_TMP SC_FAKE=silent BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
+	# the JSON: the same totals, which are its steps' sums, and each step
+	# with what it reported
+	sc_same "test: the JSON results match the closing line, step by step" \
+		"14 4 1 = 14 4 1; 11 steps; kunit: 1 [kunit-x86_64 5 0 1, die 0 1 0]" \
+		"$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+steps = d["steps"]
+kunit = [s for s in steps if s["step"] == "kunit"][0]
+print(d["passed"], d["failed"], d["skipped"], "=",
+      sum(s["passed"] for s in steps), sum(s["failed"] for s in steps),
+      sum(s["skipped"] for s in steps), end="; ")
+print(len(steps), "steps", end="; ")
+print("kunit:", kunit["status"], "[" + ", ".join("%s %d %d %d" % (r["name"], r["passed"],
+      r["failed"], r["skipped"]) for r in kunit["reports"]) + "]")' "$json" 2>&1)"
+	rc=$(BUILD=$SC_TMP/build TMPDIR=$SC_TMP SC_FAKE=silent BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
 	sc_same "test: a step that reports no result fails" \
 		"1 total: 11 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
-	rc=$(TMPDIR=$SC_TMP SC_FAKE=setupfails BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
+	rc=$(BUILD=$SC_TMP/build TMPDIR=$SC_TMP SC_FAKE=setupfails BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
 	sc_same "test: a failed setup still ends with the total" \
 		"1 total: 0 passed, 1 failed, 0 skipped" "$rc $(grep '^total:' "$out")"
+	sc_same "test: a failed setup still writes the JSON" "0 1 0 setup" \
+		"$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["passed"], d["failed"], d["skipped"], " ".join(s["step"] for s in d["steps"]))' "$json" 2>&1)"
 }
 
 # warnings: a build that cannot measure warnings fails, and the objects are
