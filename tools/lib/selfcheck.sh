@@ -195,6 +195,31 @@ EOF
 		sc_same "interrupt: SIG$sig ends the command and its child's group at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
 	done
+	# a step of test's: a tools/blkctx process whose foreground pipeline is
+	# a group of its own, with the grandchild under it
+	for sig in TERM INT; do
+		rm -f "$t/started"
+		bash -c "set -m; . '$REPO/tools/blkctx'
+			run_child bash -c \"set -m; . '$REPO/tools/blkctx'
+				BLKCTX_PROGRESS_SECONDS=1 with_progress step '' - sh '$t/child' | cat
+				echo 'the step went on'\"
+			echo 'went on after the step'" >"$t/out" 2>&1 &
+		local pid=$! start=$SECONDS rc=0
+		for _ in $(seq 100); do
+			[ ! -e "$t/started" ] || break
+			sleep 0.1
+		done
+		kill -"$sig" "$pid"
+		wait "$pid" || rc=$?
+		for _ in $(seq 20); do
+			kill -0 "$(cat "$t/grandchild")" 2>/dev/null || break
+			sleep 0.1
+		done
+		out="status $rc"
+		! kill -0 "$(cat "$t/grandchild")" 2>/dev/null || out="$out, the step's sleep still runs"
+		sc_same "interrupt: SIG$sig ends a step's foreground pipeline too" \
+			"status $((128 + $(kill -l "$sig")))" "$out"
+	done
 }
 
 # A fake tools/blkctx for test's steps: each step does what its name says.
