@@ -114,6 +114,11 @@ kasan 0 3 1 0
 lockdep 0 3 1 0
 shortplan 0 2 1 0
 prefixed 0 4 1 2
+strayplan 0 1 1 0
+subtest 0 2 1 0
+cut 124 1 2 0
+oddlines 0 2 4 0
+kunitfirst 0 1 0 0
 CASES
 	sc_same "guest counts: an empty log" "0 1 0" \
 		"$( (guest_judge x86_64 /dev/null 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
