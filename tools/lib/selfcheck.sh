@@ -167,6 +167,30 @@ sc_progress() {
 	sc_same "progress: the caller's lock is free once the command is done" free "$rc"
 }
 
+# sc_signal_run DIR SIG SCRIPT: run SCRIPT with bash, its output in
+# DIR/out, send it SIG once DIR/child's grandchild has started; set SIG_RC,
+# SIG_SECONDS (0 under 5) and SIG_ALIVE (whether the grandchild still runs).
+# Not in a subshell: a background job there would ignore SIGINT.
+sc_signal_run() {
+	local t=$1 sig=$2 pid start=$SECONDS rc=0 alive=dead
+	rm -f "$t/started"
+	bash -c "$3" >"$t/out" 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do
+		[ ! -e "$t/started" ] || break
+		sleep 0.1
+	done
+	kill -"$sig" "$pid"
+	wait "$pid" || rc=$?
+	# killed, it may stay a zombie for a moment
+	for _ in $(seq 20); do
+		kill -0 "$(cat "$t/grandchild")" 2>/dev/null || break
+		sleep 0.1
+	done
+	! kill -0 "$(cat "$t/grandchild")" 2>/dev/null || alive=alive
+	SIG_RC=$rc SIG_SECONDS=$((SECONDS - start < 5 ? 0 : SECONDS - start)) SIG_ALIVE=$alive
+}
+
 # SIGTERM or SIGINT to a command stops it at once, and with it the whole
 # process group of the child it runs (a QEMU and what it started), not only
 # once that child has ended by itself.
@@ -178,24 +202,11 @@ sc_interrupt() {
 sh -c 'echo \$\$ >"$t/grandchild"; : >"$t/started"; exec sleep 60'
 EOF
 	for sig in TERM INT; do
-		rm -f "$t/started"
-		bash -c "set -m; . '$REPO/tools/blkctx'
+		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/blkctx'
 			BLKCTX_PROGRESS_SECONDS=1 with_progress step '' - sh '$t/child'
-			echo 'went on after the child'" >"$t/out" 2>&1 &
-		local pid=$! start=$SECONDS rc=0
-		for _ in $(seq 100); do
-			[ ! -e "$t/started" ] || break
-			sleep 0.1
-		done
-		kill -"$sig" "$pid"
-		wait "$pid" || rc=$?
-		out="status $rc in $((SECONDS - start < 5 ? 0 : SECONDS - start)) s"
-		# killed, it may stay a zombie for a moment
-		for _ in $(seq 20); do
-			kill -0 "$(cat "$t/grandchild")" 2>/dev/null || break
-			sleep 0.1
-		done
-		! kill -0 "$(cat "$t/grandchild")" 2>/dev/null || out="$out, the child's sleep still runs"
+			echo 'went on after the child'"
+		out="status $SIG_RC in $SIG_SECONDS s"
+		[ "$SIG_ALIVE" = dead ] || out="$out, the child's sleep still runs"
 		! grep -q 'went on' "$t/out" || out="$out, it went on"
 		sc_same "interrupt: SIG$sig ends the command and its child's group at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
@@ -203,25 +214,13 @@ EOF
 	# a step of test's: a tools/blkctx process whose foreground pipeline is
 	# a group of its own, with the grandchild under it
 	for sig in TERM INT; do
-		rm -f "$t/started"
-		bash -c "set -m; . '$REPO/tools/blkctx'
+		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/blkctx'
 			run_child bash -c \"set -m; . '$REPO/tools/blkctx'
 				BLKCTX_PROGRESS_SECONDS=1 with_progress step '' - sh '$t/child' | cat
 				echo 'the step went on'\"
-			echo 'went on after the step'" >"$t/out" 2>&1 &
-		local pid=$! start=$SECONDS rc=0
-		for _ in $(seq 100); do
-			[ ! -e "$t/started" ] || break
-			sleep 0.1
-		done
-		kill -"$sig" "$pid"
-		wait "$pid" || rc=$?
-		for _ in $(seq 20); do
-			kill -0 "$(cat "$t/grandchild")" 2>/dev/null || break
-			sleep 0.1
-		done
-		out="status $rc"
-		! kill -0 "$(cat "$t/grandchild")" 2>/dev/null || out="$out, the step's sleep still runs"
+			echo 'went on after the step'"
+		out="status $SIG_RC"
+		[ "$SIG_ALIVE" = dead ] || out="$out, the step's sleep still runs"
 		sc_same "interrupt: SIG$sig ends a step's foreground pipeline too" \
 			"status $((128 + $(kill -l "$sig")))" "$out"
 	done
