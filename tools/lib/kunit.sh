@@ -227,118 +227,24 @@ do_selftests_both() {
 	return $rc
 }
 
-TEST_PASSED=0
-TEST_FAILED=0
-TEST_SKIPPED=0
-TEST_FAILED_STEPS=""
-
-# test_step KIND STEP [ARGS]: run "tools/blkctx STEP ARGS" as a process of
-# its own, so that "set -e" and die work inside it as they do when the step
-# runs alone, and add it to the totals. KIND "cases": the step reports its
-# cases (report_counts); one more failure when it fails with none counted,
-# and when it dies (die reports one). "one": one pass or one failure.
-# "quiet": only a failure counts. BLKCTX_SELF replaces tools/blkctx (for
-# selfcheck).
-test_step() {
-	local kind=$1 step=$2 before rc=0 p=0 f=0 s=0 t0
-	shift
-	say "test: $*"
-	before=$(wc -l <"$BLKCTX_RESULTS")
-	t0=$(date +%s)
-	run_child "${BLKCTX_SELF:-$REPO/tools/blkctx}" "$@" || rc=$?
-	read -r p f s < <(tail -n +$((before + 1)) "$BLKCTX_RESULTS" |
-		awk '{ p += $2; f += $3; s += $4 } END { print p + 0, f + 0, s + 0 }')
-	case $kind in
-	cases)
-		if [ $((p + f + s)) -eq 0 ]; then
-			say "test: $step reported no result"
-			f=1
-		elif [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
-			f=1
-		fi
-		[ "$f" -eq 0 ] || [ $rc -ne 0 ] || rc=1
-		;;
-	one)
-		p=0 f=0 s=0
-		if [ $rc -eq 0 ]; then p=1; else f=1; fi
-		;;
-	quiet)
-		p=0 f=0 s=0
-		[ $rc -eq 0 ] || f=1
-		;;
-	esac
-	TEST_PASSED=$((TEST_PASSED + p))
-	TEST_FAILED=$((TEST_FAILED + f))
-	TEST_SKIPPED=$((TEST_SKIPPED + s))
-	test_record "$step" "$rc" "$p" "$f" "$s" $(($(date +%s) - t0)) "$before"
-	if [ $rc -ne 0 ]; then
-		say "test: $step FAILED"
-		TEST_FAILED_STEPS+=" $step"
-		return 1
-	fi
-}
-
-TEST_RECORDS=""
-
-# json_string TEXT: TEXT as a JSON string.
-json_string() {
-	local t=${1//\\/\\\\}
-	t=${t//\"/\\\"}
-	printf '"%s"' "${t//[$'\001'-$'\037']/ }"
-}
-
-# test_record STEP STATUS PASSED FAILED SKIPPED SECONDS BEFORE: a step's
-# record for the JSON results, with the counts it reported (the lines of
-# BLKCTX_RESULTS after line BEFORE).
-test_record() {
-	local reports="" name p f s
-	while read -r name p f s; do
-		reports+="${reports:+, }{\"name\": $(json_string "$name"), \"passed\": ${p:-0}, \"failed\": ${f:-0}, \"skipped\": ${s:-0}}"
-	done < <(tail -n +$(($7 + 1)) "$BLKCTX_RESULTS")
-	TEST_RECORDS+="${TEST_RECORDS:+,}"$'\n'"    {\"step\": $(json_string "$1"), \"status\": $2, \"passed\": $3, \"failed\": $4, \"skipped\": $5, \"seconds\": $6, \"reports\": [$reports]}"
-}
-
-# test_total: the closing line, which CI reads, and the same results with
-# each step's record as JSON in $BUILD/test-results.json.
-test_total() {
-	mkdir -p "$BUILD"
-	printf '{"passed": %d, "failed": %d, "skipped": %d, "steps": [%s\n]}\n' \
-		"$TEST_PASSED" "$TEST_FAILED" "$TEST_SKIPPED" "$TEST_RECORDS" >"$BUILD/test-results.json"
-	say "test: results as JSON in $BUILD/test-results.json"
-	echo "total: $TEST_PASSED passed, $TEST_FAILED failed, $TEST_SKIPPED skipped"
-	if [ -z "$TEST_FAILED_STEPS" ]; then
-		say "test: everything passed"
-		return 0
-	fi
-	say "test: FAILED:$TEST_FAILED_STEPS"
-	return 1
-}
-
+# do_test: tools/lib/runner.py runs the steps, each a tools/blkctx process of
+# its own (BLKCTX_SELF replaces tools/blkctx, for selfcheck), and writes the
+# closing line and the JSON results. On a fresh machine python3 comes with
+# setup, which the runner then runs again, in seconds.
 do_test() {
-	local rc=0 prepare=prepare step
-	BLKCTX_RESULTS=$(mktemp)
-	cleanup_add "$BLKCTX_RESULTS"
-	export BLKCTX_RESULTS
+	local self=${BLKCTX_SELF:-$REPO/tools/blkctx} force=""
+	if ! command -v python3 >/dev/null; then
+		say "test: setup, for the python3 that runs the steps"
+		if ! run_child "$self" setup; then
+			echo "total: 0 passed, 1 failed, 0 skipped"
+			say "test: FAILED: setup"
+			return 1
+		fi
+	fi
 	# CI tests the patch files, whatever an earlier session left in the tree
-	[ "${CI:-}" != true ] || prepare="prepare --force"
-	# without the packages and the tree no other step can run
-	test_step quiet setup || { test_total; return 1; }
-	# shellcheck disable=SC2086 # "prepare --force"
-	test_step quiet $prepare || { test_total; return 1; }
-	# after prepare: it reads the guests' KTAP with the tree's kunit_parser
-	test_step one selfcheck || rc=1
-	test_step one checkpatch || rc=1
-	test_step one mail-check || rc=1
-	for step in kunit selftests bench-check; do
-		test_step cases "$step" || rc=1
-	done
-	# the README's main job: it fails when a file's writes miss their context
-	test_step one demo || rc=1
-	for step in pahole warnings; do
-		test_step one "$step" || rc=1
-	done
-	test_total || rc=1
-	return $rc
+	[ "${CI:-}" != true ] || force=--force-prepare
+	run_child python3 "$REPO/tools/lib/runner.py" --blkctx "$self" \
+		--json "$BUILD/test-results.json" ${force:+"$force"}
 }
 
 # kunit_build ARCH WHO: build the KUnit kernel that WHO's guest boots.

@@ -233,10 +233,14 @@ sc_fake_steps() {
 . "$REPO/tools/blkctx"
 case \${SC_FAKE:-}:\$1 in
 setupfails:*) die "setup failed" ;;
+lock:*) flock -n "\${BLKCTX_LOCK_FD:-none}" || die "\$1 does not hold test's lock"
+	report_counts "\$1" 1 0 0 ;;
+hang:setup) sh "$SC_TMP/interrupt/child" ;;
 *:setup | *:selfcheck | *:prepare | *:mail-check | *:demo | *:warnings) exit 0 ;;
 *:checkpatch) exit 1 ;;
 *:kunit) report_counts kunit-x86_64 5 0 1; die "the arm kernel does not build" ;;
 silent:selftests) exit 0 ;;
+silent:bench-check) report_counts bench-check 2 0 0; exit 1 ;;
 *:selftests) report_counts selftests 3 1 0; exit 1 ;;
 *:bench-check) report_counts bench-check 2 0 0 ;;
 *:pahole) false; echo "not reached" ;;
@@ -268,8 +272,8 @@ print(len(steps), "steps", end="; ")
 print("kunit:", kunit["status"], "[" + ", ".join("%s %d %d %d" % (r["name"], r["passed"],
       r["failed"], r["skipped"]) for r in kunit["reports"]) + "]")' "$json" 2>&1)"
 	rc=$(BUILD=$SC_TMP/build TMPDIR=$SC_TMP SC_FAKE=silent BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
-	sc_same "test: a step that reports no result fails" \
-		"1 total: 11 passed, 4 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
+	sc_same "test: a step that reports no result fails, as does one that fails with none failed" \
+		"1 total: 11 passed, 5 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
 	rc=$(BUILD=$SC_TMP/build TMPDIR=$SC_TMP SC_FAKE=setupfails BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
 	sc_same "test: a failed setup still ends with the total" \
 		"1 total: 0 passed, 1 failed, 0 skipped" "$rc $(grep '^total:' "$out")"
@@ -277,6 +281,38 @@ print("kunit:", kunit["status"], "[" + ", ".join("%s %d %d %d" % (r["name"], r["
 		"$(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 print(d["passed"], d["failed"], d["skipped"], " ".join(s["step"] for s in d["steps"]))' "$json" 2>&1)"
+	# each step holds the cache's lock that test took (else it would wait
+	# for it for ever): the runner passes the descriptor on
+	rc=$( (CACHE=$SC_TMP/lockcache
+		unset BLKCTX_LOCK_FD
+		cache_lock test 2>/dev/null
+		BUILD=$SC_TMP/build TMPDIR=$SC_TMP SC_FAKE=lock BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test) )
+	sc_same "test: every step holds test's lock" \
+		"0 total: 9 passed, 0 failed, 0 skipped" "$rc $(grep '^total:' "$out")"
+}
+
+# SIGTERM or SIGINT to test ends the step that runs and what it started, at
+# once, through the step runner.
+sc_test_interrupt() {
+	local t=$SC_TMP/interrupt sig out
+	sc_fake_steps
+	for sig in TERM INT; do
+		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/blkctx'
+			BUILD='$SC_TMP/build' SC_FAKE=hang BLKCTX_SELF='$SC_TMP/fake' do_test
+			echo 'went on after test'"
+		out="status $SIG_RC in $SIG_SECONDS s"
+		[ "$SIG_ALIVE" = dead ] || out="$out, the step's sleep still runs"
+		! grep -q 'went on' "$t/out" || out="$out, it went on"
+		sc_same "interrupt: SIG$sig ends test and its running step at once" \
+			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
+		# the runner alone, as when a CI job's timeout signals it
+		sc_signal_run "$t" "$sig" "SC_FAKE=hang exec python3 '$REPO/tools/lib/runner.py' \
+			--blkctx '$SC_TMP/fake' --json '$SC_TMP/build/interrupted.json'"
+		out="status $SIG_RC in $SIG_SECONDS s"
+		[ "$SIG_ALIVE" = dead ] || out="$out, the step's sleep still runs"
+		sc_same "interrupt: SIG$sig to the step runner ends its running step at once" \
+			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
+	done
 }
 
 # warnings: a build that cannot measure warnings fails, and the objects are
@@ -777,6 +813,7 @@ do_selfcheck() {
 	sc_lock
 	sc_progress
 	sc_interrupt
+	sc_test_interrupt
 	sc_upstream_commits
 	sc_checkpatch_judge
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"

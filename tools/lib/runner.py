@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The steps of "tools/blkctx test": each one a tools/blkctx process of its
+own, counted and recorded, so that a step that dies still counts and the
+closing "total:" line and the JSON results always agree.
+
+A step reports its cases by appending "NAME PASSED FAILED SKIPPED" lines to
+the file named by $BLKCTX_RESULTS (report_counts in tools/blkctx; die adds
+"die 0 1 0").
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+# (kind, step): "quiet" counts only a failure, and the run stops there;
+# "one" is one pass or one failure; "cases" counts what the step reported,
+# and one failure more when it failed with none counted or reported nothing.
+PLAN = [
+    ("quiet", "setup"),
+    ("quiet", "prepare"),
+    # after prepare: it reads the guests' KTAP with the tree's kunit_parser
+    ("one", "selfcheck"),
+    ("one", "checkpatch"),
+    ("one", "mail-check"),
+    ("cases", "kunit"),
+    ("cases", "selftests"),
+    ("cases", "bench-check"),
+    # the README's main job: it fails when a file's writes miss their context
+    ("one", "demo"),
+    ("one", "pahole"),
+    ("one", "warnings"),
+]
+
+
+def say(text):
+    print("blkctx: " + text, file=sys.stderr, flush=True)
+
+
+class Interrupted(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def on_signal(signum, _frame):
+    raise Interrupted(signum)
+
+
+def descendants(pid):
+    """The processes below pid, from /proc (no procps in a minimal Debian)."""
+    kids = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # after the command's name, which may hold spaces: state, ppid
+        ppid = int(stat.rsplit(") ", 1)[1].split()[1])
+        kids.setdefault(ppid, []).append(int(entry))
+    found, queue = [], [pid]
+    while queue:
+        for kid in kids.get(queue.pop(0), []):
+            found.append(kid)
+            queue.append(kid)
+    return found
+
+
+def stop(proc, signum):
+    """Signal the step's process group, and TERM everything below it: a step
+    runs its own pipelines as groups of their own."""
+    below = descendants(proc.pid)
+    try:
+        os.killpg(proc.pid, signum)
+    except OSError:
+        pass
+    for pid in below:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+
+
+def parse_report(line):
+    words = line.split()
+    if len(words) != 4:
+        return {"name": line.strip(), "passed": 0, "failed": 1, "skipped": 0}
+    try:
+        return {"name": words[0], "passed": int(words[1]),
+                "failed": int(words[2]), "skipped": int(words[3])}
+    except ValueError:
+        return {"name": line.strip(), "passed": 0, "failed": 1, "skipped": 0}
+
+
+class Run:
+    def __init__(self, blkctx, results):
+        self.blkctx = blkctx
+        self.results = results
+        self.records = []
+
+    def step(self, kind, args):
+        name = args[0]
+        say("test: " + " ".join(args))
+        with open(self.results) as f:
+            before = len(f.readlines())
+        start = time.monotonic()
+        # the step holds the cache's lock through the descriptor test took
+        lock = os.environ.get("BLKCTX_LOCK_FD", "")
+        proc = subprocess.Popen([self.blkctx] + args, stdin=subprocess.DEVNULL,
+                                start_new_session=True,
+                                pass_fds=(int(lock),) if lock.isdigit() else ())
+        try:
+            status = proc.wait()
+        except BaseException as e:
+            stop(proc, e.signum if isinstance(e, Interrupted) else signal.SIGINT)
+            proc.wait()
+            raise
+        if status < 0:
+            status = 128 - status
+        with open(self.results) as f:
+            reports = [parse_report(line) for line in f.readlines()[before:]]
+        passed = sum(r["passed"] for r in reports)
+        failed = sum(r["failed"] for r in reports)
+        skipped = sum(r["skipped"] for r in reports)
+        if kind == "cases":
+            if passed + failed + skipped == 0:
+                say("test: %s reported no result" % name)
+                failed = 1
+            elif status and not failed:
+                failed = 1
+            if failed and not status:
+                status = 1
+        else:
+            passed = 1 if kind == "one" and not status else 0
+            failed = 1 if status else 0
+            skipped = 0
+        self.records.append({"step": name, "status": status, "passed": passed,
+                             "failed": failed, "skipped": skipped,
+                             "seconds": round(time.monotonic() - start),
+                             "reports": reports})
+        if status:
+            say("test: %s FAILED" % name)
+        return status == 0
+
+    def total(self, json_path):
+        """The closing line, which CI reads, and the same results with each
+        step's record as JSON."""
+        totals = {key: sum(r[key] for r in self.records)
+                  for key in ("passed", "failed", "skipped")}
+        os.makedirs(os.path.dirname(json_path), exist_ok=True)
+        with open(json_path, "w") as f:
+            json.dump(dict(totals, steps=self.records), f, indent=4)
+            f.write("\n")
+        say("test: results as JSON in " + json_path)
+        print("total: %(passed)d passed, %(failed)d failed, %(skipped)d skipped" % totals,
+              flush=True)
+        failed = [r["step"] for r in self.records if r["status"]]
+        if failed:
+            say("test: FAILED: " + " ".join(failed))
+            return False
+        say("test: everything passed")
+        return True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--blkctx", required=True, help="the tools/blkctx that runs each step")
+    parser.add_argument("--json", required=True, help="where the JSON results go")
+    parser.add_argument("--force-prepare", action="store_true",
+                        help="prepare --force (CI tests the patch files, whatever the tree holds)")
+    opts = parser.parse_args()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    fd, results = tempfile.mkstemp(prefix="blkctx-results.")
+    os.close(fd)
+    os.environ["BLKCTX_RESULTS"] = results
+    run = Run(opts.blkctx, results)
+    try:
+        ok = True
+        for kind, name in PLAN:
+            args = [name] + (["--force"] if name == "prepare" and opts.force_prepare else [])
+            if not run.step(kind, args):
+                ok = False
+                # without the packages and the tree no other step can run
+                if kind == "quiet":
+                    break
+        return 0 if run.total(opts.json) and ok else 1
+    except Interrupted as e:
+        say("interrupted" if e.signum == signal.SIGINT else "terminated")
+        return 128 + e.signum
+    finally:
+        os.unlink(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
