@@ -234,8 +234,9 @@ do_selftests_both() {
 do_test() {
 	local self=${BLKCTX_SELF:-$REPO/tools/blkctx} force=""
 	if ! command -v python3 >/dev/null; then
-		say "test: setup, for the python3 that runs the steps"
-		if ! run_child "$self" setup; then
+		say "test: setup (first, for the python3 that runs the steps)"
+		if ! run_child "$self" setup || ! command -v python3 >/dev/null; then
+			rm -f "$BUILD/test-results.json"
 			echo "total: 0 passed, 1 failed, 0 skipped"
 			say "test: FAILED: setup"
 			return 1

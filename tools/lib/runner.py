@@ -10,6 +10,7 @@ the file named by $BLKCTX_RESULTS (report_counts in tools/blkctx; die adds
 """
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -48,8 +49,38 @@ class Interrupted(Exception):
         self.signum = signum
 
 
-def on_signal(signum, _frame):
-    raise Interrupted(signum)
+class Signals:
+    """SIGINT and SIGTERM: the first one raises Interrupted, at once or, in a
+    deferred section (starting a step, writing the results), at its end;
+    later ones are ignored, as the first one's stop is under way."""
+
+    def __init__(self):
+        self.depth = 0
+        self.got = None
+        self.raised = False
+        self.ignoring = False
+
+    def handler(self, signum, _frame):
+        if self.got is not None or self.ignoring:
+            return
+        self.got = signum
+        if not self.depth:
+            self.raised = True
+            raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def deferred(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if not self.depth and self.got is not None and not self.raised:
+            self.raised = True
+            raise Interrupted(self.got)
+
+
+SIGNALS = Signals()
 
 
 def descendants(pid):
@@ -74,9 +105,9 @@ def descendants(pid):
     return found
 
 
-def stop(proc, signum):
-    """Signal the step's process group, and TERM everything below it: a step
-    runs its own pipelines as groups of their own."""
+def signal_tree(proc, signum, below_signum):
+    """Signal the step's process group, and everything below it: a step runs
+    its own pipelines as groups of their own."""
     below = descendants(proc.pid)
     try:
         os.killpg(proc.pid, signum)
@@ -84,12 +115,28 @@ def stop(proc, signum):
         pass
     for pid in below:
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, below_signum)
         except OSError:
             pass
 
 
+def stop(proc, signum):
+    """End the step: its group gets signum, what is below it TERM, and KILL
+    all of it if it still runs after STOP_SECONDS."""
+    signal_tree(proc, signum, signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        say("test: the step did not stop; killing it")
+        signal_tree(proc, signal.SIGKILL, signal.SIGKILL)
+        proc.wait()
+
+
+STOP_SECONDS = 10
+
+
 def parse_report(line):
+    # a line that is not NAME PASSED FAILED SKIPPED counts as a failure
     words = line.split()
     if len(words) != 4:
         return {"name": line.strip(), "passed": 0, "failed": 1, "skipped": 0}
@@ -109,24 +156,28 @@ class Run:
     def step(self, kind, args):
         name = args[0]
         say("test: " + " ".join(args))
-        with open(self.results) as f:
-            before = len(f.readlines())
+        before = len(self.read_results())
         start = time.monotonic()
         # the step holds the cache's lock through the descriptor test took
         lock = os.environ.get("BLKCTX_LOCK_FD", "")
-        proc = subprocess.Popen([self.blkctx] + args, stdin=subprocess.DEVNULL,
-                                start_new_session=True,
-                                pass_fds=(int(lock),) if lock.isdigit() else ())
+        proc = None
         try:
-            status = proc.wait()
-        except BaseException as e:
-            stop(proc, e.signum if isinstance(e, Interrupted) else signal.SIGINT)
-            proc.wait()
+            # a signal while it starts must not leave it running unseen
+            with SIGNALS.deferred():
+                try:
+                    proc = subprocess.Popen([self.blkctx] + args, stdin=subprocess.DEVNULL,
+                                            start_new_session=True,
+                                            pass_fds=(int(lock),) if lock.isdigit() else ())
+                except (OSError, ValueError) as e:
+                    say("test: cannot run %s: %s" % (name, e))
+            status = proc.wait() if proc else 127
+        except Interrupted as e:
+            if proc:
+                stop(proc, e.signum)
             raise
         if status < 0:
             status = 128 - status
-        with open(self.results) as f:
-            reports = [parse_report(line) for line in f.readlines()[before:]]
+        reports = [parse_report(line) for line in self.read_results()[before:]]
         passed = sum(r["passed"] for r in reports)
         failed = sum(r["failed"] for r in reports)
         skipped = sum(r["skipped"] for r in reports)
@@ -150,24 +201,36 @@ class Run:
             say("test: %s FAILED" % name)
         return status == 0
 
+    def read_results(self):
+        with open(self.results, errors="replace") as f:
+            return f.readlines()
+
     def total(self, json_path):
         """The closing line, which CI reads, and the same results with each
-        step's record as JSON."""
+        step's record as JSON; the line comes even when the JSON cannot be
+        written, which then fails the run."""
         totals = {key: sum(r[key] for r in self.records)
                   for key in ("passed", "failed", "skipped")}
-        os.makedirs(os.path.dirname(json_path), exist_ok=True)
-        with open(json_path, "w") as f:
-            json.dump(dict(totals, steps=self.records), f, indent=4)
-            f.write("\n")
-        say("test: results as JSON in " + json_path)
-        print("total: %(passed)d passed, %(failed)d failed, %(skipped)d skipped" % totals,
-              flush=True)
-        failed = [r["step"] for r in self.records if r["status"]]
-        if failed:
-            say("test: FAILED: " + " ".join(failed))
-            return False
-        say("test: everything passed")
-        return True
+        ok = True
+        with SIGNALS.deferred():
+            try:
+                os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
+                with open(json_path + ".new", "w") as f:
+                    json.dump(dict(totals, steps=self.records), f, indent=4)
+                    f.write("\n")
+                os.replace(json_path + ".new", json_path)
+                say("test: results as JSON in " + json_path)
+            except OSError as e:
+                say("test: cannot write the JSON results: %s" % e)
+                ok = False
+            print("total: %(passed)d passed, %(failed)d failed, %(skipped)d skipped" % totals,
+                  flush=True)
+            failed = [r["step"] for r in self.records if r["status"]]
+            if failed:
+                say("test: FAILED: " + " ".join(failed))
+            elif ok:
+                say("test: everything passed")
+        return ok and not failed
 
 
 def main():
@@ -178,13 +241,15 @@ def main():
                         help="prepare --force (CI tests the patch files, whatever the tree holds)")
     opts = parser.parse_args()
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    fd, results = tempfile.mkstemp(prefix="blkctx-results.")
-    os.close(fd)
-    os.environ["BLKCTX_RESULTS"] = results
-    run = Run(opts.blkctx, results)
+    results = None
     try:
+        signal.signal(signal.SIGINT, SIGNALS.handler)
+        signal.signal(signal.SIGTERM, SIGNALS.handler)
+        with SIGNALS.deferred():
+            fd, results = tempfile.mkstemp(prefix="blkctx-results.")
+            os.close(fd)
+        os.environ["BLKCTX_RESULTS"] = results
+        run = Run(opts.blkctx, results)
         ok = True
         for kind, name in PLAN:
             args = [name] + (["--force"] if name == "prepare" and opts.force_prepare else [])
@@ -198,7 +263,13 @@ def main():
         say("interrupted" if e.signum == signal.SIGINT else "terminated")
         return 128 + e.signum
     finally:
-        os.unlink(results)
+        # the run is over: a signal now has nothing left to stop
+        SIGNALS.ignoring = True
+        if results:
+            try:
+                os.unlink(results)
+            except OSError:
+                pass
 
 
 if __name__ == "__main__":

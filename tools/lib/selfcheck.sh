@@ -235,7 +235,9 @@ case \${SC_FAKE:-}:\$1 in
 setupfails:*) die "setup failed" ;;
 lock:*) flock -n "\${BLKCTX_LOCK_FD:-none}" || die "\$1 does not hold test's lock"
 	report_counts "\$1" 1 0 0 ;;
-hang:setup) sh "$SC_TMP/interrupt/child" ;;
+pass:*) report_counts "\$1" 1 0 0 ;;
+# the child in a pipeline of its own group, as a step's guest runs
+hang:setup) set -m; sh "$SC_TMP/test-interrupt/child" | cat ;;
 *:setup | *:selfcheck | *:prepare | *:mail-check | *:demo | *:warnings) exit 0 ;;
 *:checkpatch) exit 1 ;;
 *:kunit) report_counts kunit-x86_64 5 0 1; die "the arm kernel does not build" ;;
@@ -291,10 +293,15 @@ print(d["passed"], d["failed"], d["skipped"], " ".join(s["step"] for s in d["ste
 		"0 total: 9 passed, 0 failed, 0 skipped" "$rc $(grep '^total:' "$out")"
 }
 
-# SIGTERM or SIGINT to test ends the step that runs and what it started, at
-# once, through the step runner.
+# SIGTERM or SIGINT to test, or to its step runner alone (as a CI job's
+# timeout would), ends the running step and what it started, at once, and
+# the runner leaves no temporary file.
 sc_test_interrupt() {
-	local t=$SC_TMP/interrupt sig out
+	local t=$SC_TMP/test-interrupt sig out
+	mkdir -p "$t/tmp"
+	cat >"$t/child" <<EOF
+sh -c 'echo \$\$ >"$t/grandchild"; : >"$t/started"; exec sleep 60'
+EOF
 	sc_fake_steps
 	for sig in TERM INT; do
 		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/blkctx'
@@ -305,14 +312,26 @@ sc_test_interrupt() {
 		! grep -q 'went on' "$t/out" || out="$out, it went on"
 		sc_same "interrupt: SIG$sig ends test and its running step at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
-		# the runner alone, as when a CI job's timeout signals it
-		sc_signal_run "$t" "$sig" "SC_FAKE=hang exec python3 '$REPO/tools/lib/runner.py' \
-			--blkctx '$SC_TMP/fake' --json '$SC_TMP/build/interrupted.json'"
+		sc_signal_run "$t" "$sig" "TMPDIR='$t/tmp' SC_FAKE=hang exec python3 \
+			'$REPO/tools/lib/runner.py' --blkctx '$SC_TMP/fake' --json '$t/r.json'"
 		out="status $SIG_RC in $SIG_SECONDS s"
 		[ "$SIG_ALIVE" = dead ] || out="$out, the step's sleep still runs"
+		[ -z "$(ls -A "$t/tmp")" ] || out="$out, left $(ls -A "$t/tmp")"
 		sc_same "interrupt: SIG$sig to the step runner ends its running step at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
 	done
+	# what cannot be run or written fails the run, with the closing line
+	out=$(python3 "$REPO/tools/lib/runner.py" --blkctx "$t/none" --json "$t/r.json" 2>&1
+		echo "status $?")
+	sc_same "test: a step that cannot be run fails, with the closing line" \
+		"total: 0 passed, 1 failed, 0 skipped status 1" \
+		"$(grep -E '^(total|status)' <<<"$out" | paste -sd ' ')"
+	out=$(SC_FAKE=pass python3 "$REPO/tools/lib/runner.py" --blkctx "$SC_TMP/fake" \
+		--json "$SC_TMP/fake/r.json" 2>&1
+		echo "status $?")
+	sc_same "test: JSON that cannot be written fails the run, with the closing line" \
+		"total: 9 passed, 0 failed, 0 skipped status 1" \
+		"$(grep -E '^(total|status)' <<<"$out" | paste -sd ' ')"
 }
 
 # warnings: a build that cannot measure warnings fails, and the objects are
