@@ -170,11 +170,13 @@ sc_progress() {
 # sc_signal_run DIR SIG SCRIPT: run SCRIPT with bash, its output in
 # DIR/out, send it SIG once DIR/child's grandchild has started; set SIG_RC,
 # SIG_SECONDS (0 under 5) and SIG_ALIVE (whether the grandchild still runs).
-# Not in a subshell: a background job there would ignore SIGINT.
+# Not in a subshell: a background job there would ignore SIGINT. SIGINT
+# reset to its default too: a run started with it ignored (nohup ... &)
+# passes that on, and bash cannot trap a signal ignored on entry.
 sc_signal_run() {
 	local t=$1 sig=$2 pid start=$SECONDS rc=0 alive=dead
 	rm -f "$t/started"
-	bash -c "$3" >"$t/out" 2>&1 &
+	env --default-signal=INT bash -c "$3" >"$t/out" 2>&1 &
 	pid=$!
 	for _ in $(seq 100); do
 		[ ! -e "$t/started" ] || break
