@@ -167,6 +167,23 @@ sc_progress() {
 	sc_same "progress: the caller's lock is free once the command is done" free "$rc"
 }
 
+# sc_signal_child DIR: DIR/child, a grandchild in the foreground of its
+# parent (as QEMU under timeout), which says when it has started.
+sc_signal_child() {
+	mkdir -p "$1"
+	cat >"$1/child" <<EOF
+sh -c 'echo \$\$ >"$1/grandchild"; : >"$1/started"; exec sleep 60'
+EOF
+}
+
+# sc_signal_outcome DIR WHO: what sc_signal_run saw, as the cases expect it.
+sc_signal_outcome() {
+	local out="status $SIG_RC in $SIG_SECONDS s"
+	[ "$SIG_ALIVE" = dead ] || out="$out, the $2's sleep still runs"
+	! grep -q 'went on' "$1/out" || out="$out, it went on"
+	echo "$out"
+}
+
 # sc_signal_run DIR SIG SCRIPT: run SCRIPT with bash, its output in
 # DIR/out, send it SIG once DIR/child's grandchild has started; set SIG_RC,
 # SIG_SECONDS (0 under 5) and SIG_ALIVE (whether the grandchild still runs).
@@ -198,18 +215,12 @@ sc_signal_run() {
 # once that child has ended by itself.
 sc_interrupt() {
 	local t=$SC_TMP/interrupt sig out
-	mkdir -p "$t"
-	# a grandchild in the foreground of its parent, as QEMU under timeout
-	cat >"$t/child" <<EOF
-sh -c 'echo \$\$ >"$t/grandchild"; : >"$t/started"; exec sleep 60'
-EOF
+	sc_signal_child "$t"
 	for sig in TERM INT; do
 		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/blkctx'
 			BLKCTX_PROGRESS_SECONDS=1 with_progress step '' - sh '$t/child'
 			echo 'went on after the child'"
-		out="status $SIG_RC in $SIG_SECONDS s"
-		[ "$SIG_ALIVE" = dead ] || out="$out, the child's sleep still runs"
-		! grep -q 'went on' "$t/out" || out="$out, it went on"
+		out=$(sc_signal_outcome "$t" child)
 		sc_same "interrupt: SIG$sig ends the command and its child's group at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
 	done
@@ -300,24 +311,19 @@ print(d["passed"], d["failed"], d["skipped"], " ".join(s["step"] for s in d["ste
 # the runner leaves no temporary file.
 sc_test_interrupt() {
 	local t=$SC_TMP/test-interrupt sig out
+	sc_signal_child "$t"
 	mkdir -p "$t/tmp"
-	cat >"$t/child" <<EOF
-sh -c 'echo \$\$ >"$t/grandchild"; : >"$t/started"; exec sleep 60'
-EOF
 	sc_fake_steps
 	for sig in TERM INT; do
 		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/blkctx'
 			BUILD='$SC_TMP/build' SC_FAKE=hang BLKCTX_SELF='$SC_TMP/fake' do_test
 			echo 'went on after test'"
-		out="status $SIG_RC in $SIG_SECONDS s"
-		[ "$SIG_ALIVE" = dead ] || out="$out, the step's sleep still runs"
-		! grep -q 'went on' "$t/out" || out="$out, it went on"
+		out=$(sc_signal_outcome "$t" step)
 		sc_same "interrupt: SIG$sig ends test and its running step at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
 		sc_signal_run "$t" "$sig" "TMPDIR='$t/tmp' SC_FAKE=hang exec python3 \
 			'$REPO/tools/lib/runner.py' --blkctx '$SC_TMP/fake' --json '$t/r.json'"
-		out="status $SIG_RC in $SIG_SECONDS s"
-		[ "$SIG_ALIVE" = dead ] || out="$out, the step's sleep still runs"
+		out=$(sc_signal_outcome "$t" step)
 		[ -z "$(ls -A "$t/tmp")" ] || out="$out, left $(ls -A "$t/tmp")"
 		sc_same "interrupt: SIG$sig to the step runner ends its running step at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
