@@ -491,9 +491,9 @@ guest_initramfs() {
 	rm -rf "$stage"
 }
 
-# guest_boot ARCH KERNEL INITRAMFS LOG: boot under plain emulation (never
-# KVM: nested, it hangs silently) with the console in LOG. Returns qemu's
-# status, 124 when the guest was killed after $GUEST_TIMEOUT seconds.
+# guest_boot ARCH KERNEL INITRAMFS LOG: boot under plain emulation with the
+# console in LOG (tools/lib/guest.py boot). Returns qemu's status, 124 when
+# the guest was stopped after $GUEST_TIMEOUT seconds.
 guest_boot() {
 	local arch=$1 kernel=$2 initrd=$3 log=$4 rc=0
 	# a task blocked for a minute is a hang the console shows (kernel_reports)
@@ -502,113 +502,33 @@ guest_boot() {
 	append+=" mmc_core.contexts=${BLKCTX_GUEST_CONTEXTS:-1}"
 	append+=" ${BLKCTX_GUEST_APPEND:-}"
 	[ -z "${BLKCTX_SELFTESTS:-}" ] || append+=" blkctx.tests=$BLKCTX_SELFTESTS"
-	local -a qemu params
-	local out
-	# the machine KUnit boots, as kunit.py starts it, with the initramfs
-	out=$(guest_qemu_params "$arch") ||
-		die "guest: no QEMU parameters for $arch from qemu_configs/$arch.py"
-	mapfile -t params <<<"$out"
-	[ ${#params[@]} -ge 4 ] || die "guest: no QEMU parameters for $arch from qemu_configs/$arch.py"
-	qemu=("${params[0]}" -nodefaults -m 1024 -kernel "$kernel" -initrd "$initrd"
-		-append "${params[2]} $append" -no-reboot -nographic -serial "${params[3]}"
-		"${params[@]:4}")
-	mkdir -p "$(dirname "$log")"
-	echo "# ${qemu[*]}" >"$log"
-	# --foreground: qemu stays in the terminal's process group, so that
-	# Ctrl-C reaches it (the INT trap then stops the command)
-	with_progress "guest $arch" "guest_so_far $log" "$log" \
-		timeout --foreground -k 10 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null || rc=$?
+	run_child python3 -B "$REPO/tools/lib/guest.py" boot --arch "$arch" --tree "$TREE" \
+		--config "$REPO/qemu_configs/$arch.py" --kernel "$kernel" --initrd "$initrd" \
+		--append "$append" --log "$log" --timeout "$GUEST_TIMEOUT" || rc=$?
 	return $rc
 }
 
-# guest_ktap LOG FINISHED: count the KTAP that /init printed in LOG with the
-# tree's kunit_parser (tools/lib/ktap.py says how). Prints "passed failed
-# skipped", then "FAIL name" per failure; FINISHED 1 checks every plan. A
-# parser that fails is one failure, never a pass.
-guest_ktap() {
-	local out rc=0
-	# a timeout: kunit_parser loops on some plans it cannot meet
-	out=$(timeout 120 python3 -B "$REPO/tools/lib/ktap.py" "$TREE" "$1" "$2") || rc=$?
-	if [ $rc -ne 0 ]; then
-		echo "0 1 0"
-		echo "FAIL tools/lib/ktap.py failed (status $rc) on $1"
-		return 0
-	fi
-	echo "$out"
-}
-
-# guest_check_kconfig CONFIG ARCH DIR...: the options missing from the kernel
-# .config CONFIG that an ARCH guest needs, or that a target DIR's "config"
-# file (kselftest's list of the options its tests need) asks for.
-guest_check_kconfig() {
-	local config=$1 arch=$2 o f missing=""
-	shift 2
-	for o in $GUEST_KCONFIG ${guest_arch_kconfig[$arch]}; do
-		grep -q "^CONFIG_$o=y" "$config" || missing+=" CONFIG_$o=y"
-	done
-	for f in "$@"; do
-		[ -f "$f/config" ] || continue
-		while IFS= read -r o; do
-			case $o in CONFIG_*=*) grep -qx "$o" "$config" || missing+=" $o" ;; esac
-		done <"$f/config"
-	done
-	echo "${missing# }"
-}
-
 # kernel_reports LOG [ALLOWED]: the first line of every report of the
-# kernel's error detectors in a console log (KASAN, lockdep, sleeping in
-# atomic context, hung tasks, RCU stalls, WARN, BUG, oops; a panic alone
-# is the guest stopping early, which guest_judge counts), minus those that
-# match the extended regular expression ALLOWED.
+# kernel's error detectors in a console log (tools/lib/guest.py reports),
+# minus those that match the regular expression ALLOWED; a log it cannot
+# read is a report too.
 kernel_reports() {
-	local allowed=${2:-}
-	[ -f "$1" ] || return 0
-	tr -d '\r' <"$1" |
-		grep -E '^(\[ *[0-9.]+\] )?((BUG|WARNING|INFO): |Oops|watchdog: BUG)' |
-		{ if [ -n "$allowed" ]; then grep -Ev "$allowed"; else cat; fi; } || true
+	python3 -B "$REPO/tools/lib/guest.py" reports "$1" ${2:+--allow "$2"} ||
+		echo "tools/lib/guest.py could not read $1"
 }
 
 # guest_judge ARCH LOG STATUS: count the console LOG of a boot that qemu
-# ended with STATUS into GUEST_P, GUEST_F and GUEST_S; a guest that stopped
-# before the sentinel, or did not stop by itself, or ran no test, or whose
-# console has a report of the kernel's detectors (kernel_reports), is one
-# failure more, explained.
+# ended with STATUS into GUEST_P, GUEST_F and GUEST_S (tools/lib/guest.py
+# judge says how, and why a boot failed).
 guest_judge() {
-	local arch=$1 log=$2 rc=$3 sentinel=0 counts p f s last panic reports
-	# no grep -q: the pipe would fail when grep stops reading early
-	if tr -d '\r' <"$log" | grep -xF "$GUEST_SENTINEL" >/dev/null; then
-		sentinel=1
+	local out
+	if ! out=$(python3 -B "$REPO/tools/lib/guest.py" judge --arch "$1" --tree "$TREE" \
+		--timeout "$GUEST_TIMEOUT" --sentinel "$GUEST_SENTINEL" "$2" "$3") ||
+		! [[ $out =~ ^[0-9]+\ [0-9]+\ [0-9]+$ ]]; then
+		say "selftests: $1: tools/lib/guest.py could not judge $2"
+		out="0 1 0"
 	fi
-	counts=$(guest_ktap "$log" $sentinel)
-	read -r p f s <<<"$(head -1 <<<"$counts")"
-	tail -n +2 <<<"$counts" | sed "s/^FAIL /selftests: $arch: FAILED /" >&2
-	if [ $sentinel -eq 0 ]; then
-		last=$(tr -d '\r' <"$log" | sed -n 's/^# selftests: \(.*\): \(.*\)$/\1:\2/p' | tail -1)
-		[ -z "$last" ] || say "selftests: $arch: the last test to start was $last"
-		panic=$(tr -d '\r' <"$log" | grep -m1 'Kernel panic' || true)
-		[ -z "$panic" ] || say "selftests: $arch: ${panic#*] }"
-		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-			say "selftests: $arch: the guest did not finish in ${GUEST_TIMEOUT}s (a hang?): killed it"
-		else
-			say "selftests: $arch: the guest stopped before the end of the tests (a crash? qemu status $rc)"
-		fi
-		tail -n 15 "$log" | tr -d '\r' | sed 's/^/    /' >&2
-		f=$((f + 1))
-	elif [ "$rc" -ne 0 ]; then
-		say "selftests: $arch: the guest ran every test but did not stop by itself (qemu status $rc)"
-		f=$((f + 1))
-	elif [ $((p + f + s)) -eq 0 ]; then
-		say "selftests: $arch: ran no test"
-		f=$((f + 1))
-	fi
-	# whatever the tests said, a report of the kernel's detectors fails the run
-	reports=$(kernel_reports "$log")
-	if [ -n "$reports" ]; then
-		say "selftests: $arch: the kernel reported errors (see $log):"
-		echo "    ${reports//$'\n'/$'\n'    }" >&2
-		f=$((f + 1))
-	fi
-	GUEST_P=$p GUEST_F=$f GUEST_S=$s
+	read -r GUEST_P GUEST_F GUEST_S <<<"$out"
 }
 
 GUEST_PASSED=0

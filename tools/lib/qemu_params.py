@@ -13,24 +13,43 @@ serial option, then each extra QEMU parameter.
 """
 import os
 import sys
+from typing import List, NamedTuple
 
 
-def main() -> int:
-	tree, config = sys.argv[1], os.path.abspath(sys.argv[2])
+class QemuParams(NamedTuple):
+	"""The machine of one qemu_configs/ARCH.py."""
+	binary: str
+	kernel_path: str
+	console: str
+	serial: str
+	extra: List[str]
+
+
+def load(tree: str, config: str) -> QemuParams:
+	"""CONFIG read by TREE's kunit_kernel, as kunit.py --qemu_config reads it."""
 	sys.path.insert(0, os.path.join(tree, 'tools', 'testing', 'kunit'))
-	import kunit_kernel  # pylint: disable=import-outside-toplevel
+	import kunit_kernel  # pylint: disable=import-outside-toplevel,import-error
 
-	_, ops = kunit_kernel._get_qemu_ops(config, None, None)
+	_, ops = kunit_kernel._get_qemu_ops(os.path.abspath(config), None, None)
 	# kunit.py adds its own shutdown parameter; the guests stop themselves,
 	# and a guest that KUnit would reboot never gets to its tests
 	console = ops._kernel_command_line.replace(' kunit_shutdown=reboot', '')
 	if 'kunit' in console:
-		raise SystemExit('qemu_params: unexpected kernel command line: ' + console)
-	print('qemu-system-' + ops._qemu_arch)
-	print(ops._kernel_path)
-	print(console)
-	print(ops._serial)
-	for param in ops._extra_qemu_params:
+		raise ValueError('qemu_params: unexpected kernel command line: ' + console)
+	return QemuParams('qemu-system-' + ops._qemu_arch, ops._kernel_path, console,
+			  ops._serial, list(ops._extra_qemu_params))
+
+
+def main() -> int:
+	try:
+		params = load(sys.argv[1], sys.argv[2])
+	except ValueError as e:
+		raise SystemExit(str(e)) from e
+	print(params.binary)
+	print(params.kernel_path)
+	print(params.console)
+	print(params.serial)
+	for param in params.extra:
 		print(param)
 	return 0
 

@@ -10,7 +10,6 @@ the file named by $BLKCTX_RESULTS (report_counts in tools/blkctx; die adds
 """
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -18,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from procs import SIGNALS, Interrupted, say, stop
 
 # (kind, step): "quiet" counts only a failure, and the run stops there;
 # "one" is one pass or one failure; "cases" counts what the step reported,
@@ -37,102 +38,6 @@ PLAN = [
     ("one", "pahole"),
     ("one", "warnings"),
 ]
-
-
-def say(text):
-    print("blkctx: " + text, file=sys.stderr, flush=True)
-
-
-class Interrupted(Exception):
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
-class Signals:
-    """SIGINT and SIGTERM: the first one raises Interrupted, at once or, in a
-    deferred section (starting a step, writing the results), at its end;
-    later ones are ignored, as the first one's stop is under way."""
-
-    def __init__(self):
-        self.depth = 0
-        self.got = None
-        self.raised = False
-        self.ignoring = False
-
-    def handler(self, signum, _frame):
-        if self.got is not None or self.ignoring:
-            return
-        self.got = signum
-        if not self.depth:
-            self.raised = True
-            raise Interrupted(signum)
-
-    @contextlib.contextmanager
-    def deferred(self):
-        self.depth += 1
-        try:
-            yield
-        finally:
-            self.depth -= 1
-        if not self.depth and self.got is not None and not self.raised:
-            self.raised = True
-            raise Interrupted(self.got)
-
-
-SIGNALS = Signals()
-
-
-def descendants(pid):
-    """The processes below pid, from /proc (no procps in a minimal Debian)."""
-    kids = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # after the command's name, which may hold spaces: state, ppid
-        ppid = int(stat.rsplit(") ", 1)[1].split()[1])
-        kids.setdefault(ppid, []).append(int(entry))
-    found, queue = [], [pid]
-    while queue:
-        for kid in kids.get(queue.pop(0), []):
-            found.append(kid)
-            queue.append(kid)
-    return found
-
-
-def signal_tree(proc, signum, below_signum):
-    """Signal the step's process group, and everything below it: a step runs
-    its own pipelines as groups of their own."""
-    below = descendants(proc.pid)
-    try:
-        os.killpg(proc.pid, signum)
-    except OSError:
-        pass
-    for pid in below:
-        try:
-            os.kill(pid, below_signum)
-        except OSError:
-            pass
-
-
-def stop(proc, signum):
-    """End the step: its group gets signum, what is below it TERM, and KILL
-    all of it if it still runs after STOP_SECONDS."""
-    signal_tree(proc, signum, signal.SIGTERM)
-    try:
-        proc.wait(timeout=STOP_SECONDS)
-    except subprocess.TimeoutExpired:
-        say("test: the step did not stop; killing it")
-        signal_tree(proc, signal.SIGKILL, signal.SIGKILL)
-        proc.wait()
-
-
-STOP_SECONDS = 10
 
 
 def parse_report(line):
@@ -173,7 +78,7 @@ class Run:
             status = proc.wait() if proc else 127
         except Interrupted as e:
             if proc:
-                stop(proc, e.signum)
+                stop(proc, e.signum, "test: the step")
             raise
         if status < 0:
             status = 128 - status
@@ -243,8 +148,7 @@ def main():
 
     results = None
     try:
-        signal.signal(signal.SIGINT, SIGNALS.handler)
-        signal.signal(signal.SIGTERM, SIGNALS.handler)
+        SIGNALS.install()
         with SIGNALS.deferred():
             fd, results = tempfile.mkstemp(prefix="blkctx-results.")
             os.close(fd)

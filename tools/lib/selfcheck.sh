@@ -131,6 +131,56 @@ WARNING: CPU: 0 PID: 170 at fs/ext4/context.c:42 ext4_context_note_write+0x11/0x
 			kernel_reports "$d/kunit-warn.log" "$KUNIT_EXPECTED_WARN") | sed 's/^\[ *[0-9.]*\] //')"
 }
 
+# A guest's boot (tools/lib/guest.py boot) with a stand-in for QEMU: the
+# machine of qemu_configs/, the console in the log, QEMU's status, the
+# timeout, the progress lines, and an interrupt that stops QEMU at once.
+sc_guest_boot() {
+	local t=$SC_TMP/boot rc out start sig
+	local -a boot=(python3 -B "$REPO/tools/lib/guest.py" boot --arch x86_64 --tree "$TREE"
+		--config "$REPO/qemu_configs/x86_64.py" --kernel k --initrd i --append x=1
+		--log "$t/log" --qemu "$t/qemu")
+	if [ ! -f "$TREE/tools/testing/kunit/kunit_kernel.py" ]; then
+		sc_result "guest boot: the tree's kunit_kernel is there (run tools/blkctx prepare)" 1 \
+			"no $TREE/tools/testing/kunit/kunit_kernel.py"
+		return 0
+	fi
+	mkdir -p "$t"
+	printf '#!/bin/sh\necho "console line"\nexit 3\n' >"$t/qemu"
+	chmod +x "$t/qemu"
+	rc=0
+	BLKCTX_KVM=1 "${boot[@]}" --timeout 30 2>"$t/err" || rc=$?
+	sc_same "guest boot: plain emulation, the console in the log, QEMU's status" \
+		"status 3
+# $t/qemu -nodefaults -m 1024 -kernel k -initrd i -append console=ttyS0 x=1 -no-reboot -nographic -serial stdio -bios qboot.rom -accel tcg
+console line" "status $rc
+$(cat "$t/log")"
+	printf '#!/bin/sh\necho $$ >"%s/pid"\nexec sleep 60\n' "$t" >"$t/qemu"
+	rc=0 start=$SECONDS
+	"${boot[@]}" --timeout 2 2>"$t/err" || rc=$?
+	out="status $rc in $((SECONDS - start < 5 ? 0 : SECONDS - start)) s"
+	! kill -0 "$(cat "$t/pid")" 2>/dev/null || out="$out, QEMU still runs"
+	sc_same "guest boot: stopped at its timeout, status 124, QEMU gone" "status 124 in 0 s" "$out"
+	printf '#!/bin/sh\nprintf "1..2\\nok 1 a\\n"\nsleep 2.5\n' >"$t/qemu"
+	rc=0
+	"${boot[@]}" --timeout 30 --every 1 2>"$t/err" || rc=$?
+	out=$(wc -l <"$t/err")
+	if [ $rc -eq 0 ] && [ "$out" -ge 1 ] && [ "$out" -le 3 ] && ! grep -vx \
+		'blkctx: guest x86_64: running for 0 min [0-9] s; 1 of 2 tests done' "$t/err" >/dev/null; then
+		sc_result "guest boot: a progress line a second with the tests so far" 0
+	else
+		sc_result "guest boot: a progress line a second with the tests so far" 1 \
+			"$(echo "status $rc, then:"; cat "$t/err")"
+	fi
+	# QEMU in a session of its own: only guest.py can stop it
+	sc_signal_child "$t"
+	printf '#!/bin/sh\nexec sh %s/child\n' "$t" >"$t/qemu"
+	for sig in TERM INT; do
+		sc_signal_run "$t" "$sig" "exec ${boot[*]@Q} --timeout 60"
+		sc_same "guest boot: SIG$sig stops QEMU and the boot at once" \
+			"status $((128 + $(kill -l "$sig"))) in 0 s" "$(sc_signal_outcome "$t" QEMU)"
+	done
+}
+
 # with_progress: a line a tick while the command runs, none after it; the
 # command's output in its log and its status kept; the details of a guest.
 sc_progress() {
@@ -153,9 +203,10 @@ sc_progress() {
 			"$(echo "$rc lines when it ended, then:"; cat "$out.err")"
 	fi
 	sc_same "progress: a guest's tests so far" \
-		"2 of 2 tests done, last started: mmc: emmc_contexts (1 of its cases done)" "$(guest_so_far "$d/guest-pass.log")"
+		"2 of 2 tests done, last started: mmc: emmc_contexts (1 of its cases done)" \
+		"$(python3 -B "$REPO/tools/lib/guest.py" so-far "$d/guest-pass.log")"
 	sc_same "progress: a guest that has not planned yet" \
-		"0 of ? tests done" "$(guest_so_far /dev/null)"
+		"0 of ? tests done" "$(python3 -B "$REPO/tools/lib/guest.py" so-far /dev/null)"
 	# nothing the ticker started may hold the caller's files after it:
 	# a guest's lock would stay taken until its sleep ended
 	rc=$( (BLKCTX_PROGRESS_SECONDS=30
@@ -827,6 +878,7 @@ do_selfcheck() {
 	sc_shellcheck
 	sc_kunit
 	sc_guest
+	sc_guest_boot
 	sc_test_steps
 	sc_warnings
 	sc_kconfig
