@@ -26,6 +26,8 @@ import time
 from procs import SIGNALS, Interrupted, say, stop
 import qemu_params
 
+sys.dont_write_bytecode = True
+
 TIMEOUT_STATUS = 124
 # kunit_parser can loop on a plan it cannot meet
 KTAP_SECONDS = 120
@@ -42,12 +44,15 @@ STARTED = re.compile(r"^# selftests: (.*): (.*)$")
 
 
 def read_lines(path):
-    """The lines of a log, without line ends and carriage returns."""
+    """The lines of a log, split at newlines only, carriage returns dropped
+    (a serial console ends lines with both, and a lone one joins text)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return [line.rstrip("\n").replace("\r", "") for line in f]
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            text = f.read()
     except FileNotFoundError:
         return []
+    lines = text.replace("\r", "").split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def kernel_reports(lines, allowed=None):
@@ -78,9 +83,6 @@ def so_far(lines):
 def qemu_command(tree, config, kernel, initrd, append, binary=None):
     """The machine KUnit boots for CONFIG, as kunit.py starts it, with the
     initramfs and the console on the serial port."""
-    # plain emulation always, whatever KUnit was asked for (nested, KVM
-    # hangs silently)
-    os.environ.pop("BLKCTX_KVM", None)
     params = qemu_params.load(tree, config)
     return [binary or params.binary, "-nodefaults", "-m", "1024", "-kernel", kernel,
             "-initrd", initrd, "-append", params.console + " " + append,
@@ -121,7 +123,9 @@ def boot(cmd, log, timeout, what, every=60):
                                                            so_far(read_lines(log))))
     finally:
         if proc and proc.poll() is None:
-            stop(proc, SIGNALS.got or signal.SIGTERM, what)
+            # a signal now waits for the stop, which KILLs what TERM leaves
+            with SIGNALS.deferred():
+                stop(proc, SIGNALS.got or signal.SIGTERM, what)
 
 
 def ktap_counts(tree, log, finished):
@@ -138,9 +142,10 @@ def ktap_counts(tree, log, finished):
     except subprocess.TimeoutExpired:
         status, counts = TIMEOUT_STATUS, []
     except ValueError:
-        status, counts = 1, []
+        counts = []
     if len(counts) != 3:
-        return 0, 1, 0, ["tools/lib/ktap.py failed (status %d) on %s" % (status, log)]
+        why = "failed (status %d)" % status if status else "printed no counts"
+        return 0, 1, 0, ["tools/lib/ktap.py %s on %s" % (why, log)]
     return counts[0], counts[1], counts[2], [line[5:] for line in lines[1:] if line.startswith("FAIL ")]
 
 
@@ -186,6 +191,13 @@ def judge(arch, log, status, tree, timeout, sentinel):
     return passed, failed, skipped
 
 
+def seconds(text):
+    """A whole number of seconds, more than 0."""
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError("whole seconds, more than 0: %r" % text)
+    return int(text)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -197,14 +209,15 @@ def main():
     p.add_argument("--initrd", required=True)
     p.add_argument("--append", default="", help="kernel parameters after the console's")
     p.add_argument("--log", required=True)
-    p.add_argument("--timeout", type=int, required=True, help="seconds")
-    p.add_argument("--every", type=int, default=int(os.environ.get("BLKCTX_PROGRESS_SECONDS", "60")),
-                   help="seconds between progress lines")
+    p.add_argument("--timeout", type=seconds, required=True, help="seconds")
+    p.add_argument("--every", type=seconds,
+                   default=os.environ.get("BLKCTX_PROGRESS_SECONDS", "60"),
+                   help="seconds between progress lines [$BLKCTX_PROGRESS_SECONDS or 60]")
     p.add_argument("--qemu", help="the QEMU binary, instead of the config's")
     p = sub.add_parser("judge", help="count a console log and judge the boot")
     p.add_argument("--arch", required=True)
     p.add_argument("--tree", required=True, help="the kernel tree, for kunit_parser")
-    p.add_argument("--timeout", type=int, required=True, help="the boot's, for the message")
+    p.add_argument("--timeout", type=seconds, required=True, help="the boot's, for the message")
     p.add_argument("--sentinel", required=True, help="the line /init prints last")
     p.add_argument("log")
     p.add_argument("status", type=int, help="the boot's exit status")
@@ -218,13 +231,24 @@ def main():
     if opts.command == "boot":
         try:
             SIGNALS.install()
+            # a boot that fails from here on leaves no earlier boot's log to judge
+            try:
+                os.makedirs(os.path.dirname(opts.log) or ".", exist_ok=True)
+                with open(opts.log, "w"):
+                    pass
+            except OSError as e:
+                say("guest %s: cannot write %s: %s" % (opts.arch, opts.log, e))
+                return 1
+            # plain emulation always, whatever KUnit was asked for (nested,
+            # KVM hangs silently): qemu_configs/x86_64.py reads it
+            os.environ.pop("BLKCTX_KVM", None)
             try:
                 cmd = qemu_command(opts.tree, opts.config, opts.kernel, opts.initrd,
                                    opts.append, opts.qemu)
             except Exception as e:  # pylint: disable=broad-except
                 say("guest %s: no QEMU parameters from %s: %s" % (opts.arch, opts.config, e))
                 return 1
-            return boot(cmd, opts.log, opts.timeout, "guest " + opts.arch, max(opts.every, 1))
+            return boot(cmd, opts.log, opts.timeout, "guest " + opts.arch, opts.every)
         except Interrupted as e:
             return 128 + e.signum
         finally:

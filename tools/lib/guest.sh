@@ -502,16 +502,36 @@ guest_boot() {
 	append+=" mmc_core.contexts=${BLKCTX_GUEST_CONTEXTS:-1}"
 	append+=" ${BLKCTX_GUEST_APPEND:-}"
 	[ -z "${BLKCTX_SELFTESTS:-}" ] || append+=" blkctx.tests=$BLKCTX_SELFTESTS"
+	[[ $GUEST_TIMEOUT =~ ^[1-9][0-9]*$ ]] ||
+		die "BLKCTX_GUEST_TIMEOUT: whole seconds, more than 0 (not \"$GUEST_TIMEOUT\")"
 	run_child python3 -B "$REPO/tools/lib/guest.py" boot --arch "$arch" --tree "$TREE" \
 		--config "$REPO/qemu_configs/$arch.py" --kernel "$kernel" --initrd "$initrd" \
 		--append "$append" --log "$log" --timeout "$GUEST_TIMEOUT" || rc=$?
 	return $rc
 }
 
+# guest_check_kconfig CONFIG ARCH DIR...: the options missing from the kernel
+# .config CONFIG that an ARCH guest needs, or that a target DIR's "config"
+# file (kselftest's list of the options its tests need) asks for.
+guest_check_kconfig() {
+	local config=$1 arch=$2 o f missing=""
+	shift 2
+	for o in $GUEST_KCONFIG ${guest_arch_kconfig[$arch]}; do
+		grep -q "^CONFIG_$o=y" "$config" || missing+=" CONFIG_$o=y"
+	done
+	for f in "$@"; do
+		[ -f "$f/config" ] || continue
+		while IFS= read -r o; do
+			case $o in CONFIG_*=*) grep -qx "$o" "$config" || missing+=" $o" ;; esac
+		done <"$f/config"
+	done
+	echo "${missing# }"
+}
+
 # kernel_reports LOG [ALLOWED]: the first line of every report of the
 # kernel's error detectors in a console log (tools/lib/guest.py reports),
-# minus those that match the regular expression ALLOWED; a log it cannot
-# read is a report too.
+# minus those that match the regular expression ALLOWED. A missing log has
+# none; one that cannot be read is a report.
 kernel_reports() {
 	python3 -B "$REPO/tools/lib/guest.py" reports "$1" ${2:+--allow "$2"} ||
 		echo "tools/lib/guest.py could not read $1"

@@ -9,14 +9,25 @@ import subprocess
 import sys
 
 # how long a child has after TERM (or INT) before it is killed
-STOP_SECONDS = 10
+STOP_SECONDS = os.environ.get("BLKCTX_STOP_SECONDS", "10")
+if not STOP_SECONDS.isdigit():
+    raise SystemExit("blkctx: BLKCTX_STOP_SECONDS: whole seconds, not %r" % STOP_SECONDS)
+STOP_SECONDS = int(STOP_SECONDS)
 
 
 def say(text):
-    print("blkctx: " + text, file=sys.stderr, flush=True)
+    # a closed standard error (a pager or tee ended by the same Ctrl-C)
+    # must not keep a child from being stopped
+    try:
+        print("blkctx: " + text, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):
+    """Not an Exception: a handler of errors must not catch it, as none
+    catches KeyboardInterrupt."""
+
     def __init__(self, signum):
         super().__init__(signum)
         self.signum = signum
@@ -105,6 +116,10 @@ def stop(proc, signum, what):
     try:
         proc.wait(timeout=STOP_SECONDS)
     except subprocess.TimeoutExpired:
-        say("%s did not stop; killing it" % what)
-        signal_tree(proc, signal.SIGKILL, signal.SIGKILL)
-        proc.wait()
+        pass
+    finally:
+        # whatever ended the wait, a signal included: KILL, then say so
+        if proc.poll() is None:
+            signal_tree(proc, signal.SIGKILL, signal.SIGKILL)
+            proc.wait()
+            say("%s did not stop; killed it" % what)

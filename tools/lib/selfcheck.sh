@@ -119,9 +119,39 @@ subtest 0 2 1 0
 cut 124 1 2 0
 oddlines 0 2 4 0
 kunitfirst 0 1 0 0
+notests 0 0 1 0
 CASES
 	sc_same "guest counts: an empty log" "0 1 0" \
 		"$( (guest_judge x86_64 /dev/null 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
+	# the judge itself fails (here: no kunit_parser to count with)
+	sc_same "guest counts: a parser that cannot run is a failure, named" "0 1 0
+selftests: x86_64: FAILED tools/lib/ktap.py failed (status 1) on $d/guest-pass.log" \
+		"$( (TREE=$SC_TMP/none guest_judge x86_64 "$d/guest-pass.log" 0 2>"$SC_TMP/judge.err"
+			echo "$GUEST_P $GUEST_F $GUEST_S"; grep FAILED "$SC_TMP/judge.err"))"
+	# guest.py itself fails (a directory is no log)
+	sc_same "guest counts: a judge that crashes is a failure" "0 1 0" \
+		"$( (guest_judge x86_64 "$d" 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
+	sc_same "kernel reports: a log that cannot be read is one" 1 \
+		"$(kernel_reports "$d" 2>/dev/null | wc -l)"
+	# what the judge says of a boot that failed
+	while read -r name rc want; do
+		got=$( (guest_judge x86_64 "$d/guest-$name.log" "$rc" 2>&1 >/dev/null) | sed 's/^blkctx: //')
+		if grep -qF -- "$want" <<<"$got"; then
+			sc_result "guest judged: $name (qemu status $rc) says why" 0
+		else
+			sc_result "guest judged: $name (qemu status $rc) says why" 1 \
+				"$(printf 'expected a line with:\n%s\ngot:\n%s' "$want" "$got")"
+		fi
+	done <<'CASES'
+stopped 1 selftests: x86_64: the guest stopped before the end of the tests (a crash? qemu status 1)
+stopped 1 selftests: x86_64: the last test to start was
+stopped 124 selftests: x86_64: the guest did not finish in 900s (a hang?): killed it
+stopped 137 selftests: x86_64: the guest did not finish in 900s (a hang?): killed it
+pass 124 selftests: x86_64: the guest ran every test but did not stop by itself (qemu status 124)
+notests 0 selftests: x86_64: ran no test
+kasan 0 selftests: x86_64: the kernel reported errors
+fail 0 selftests: x86_64: FAILED
+CASES
 	sc_same "kernel reports: every detector's, not the expected KUnit WARN" \
 		"WARNING: possible circular locking dependency detected
 BUG: sleeping function called from invalid context at kernel/time/sleep_timeout.c:269
@@ -155,10 +185,15 @@ sc_guest_boot() {
 console line" "status $rc
 $(cat "$t/log")"
 	printf '#!/bin/sh\necho $$ >"%s/pid"\nexec sleep 60\n' "$t" >"$t/qemu"
+	rm -f "$t/pid"
 	rc=0 start=$SECONDS
 	"${boot[@]}" --timeout 2 2>"$t/err" || rc=$?
 	out="status $rc in $((SECONDS - start < 5 ? 0 : SECONDS - start)) s"
-	! kill -0 "$(cat "$t/pid")" 2>/dev/null || out="$out, QEMU still runs"
+	if [ ! -s "$t/pid" ]; then
+		out="$out, QEMU never started"
+	elif kill -0 "$(cat "$t/pid")" 2>/dev/null; then
+		out="$out, QEMU still runs"
+	fi
 	sc_same "guest boot: stopped at its timeout, status 124, QEMU gone" "status 124 in 0 s" "$out"
 	printf '#!/bin/sh\nprintf "1..2\\nok 1 a\\n"\nsleep 2.5\n' >"$t/qemu"
 	rc=0
@@ -171,6 +206,25 @@ $(cat "$t/log")"
 		sc_result "guest boot: a progress line a second with the tests so far" 1 \
 			"$(echo "status $rc, then:"; cat "$t/err")"
 	fi
+	sc_same "guest boot: a timeout that is not whole seconds is refused" \
+		"error: BLKCTX_GUEST_TIMEOUT: whole seconds, more than 0 (not \"15m\")" \
+		"$( (GUEST_TIMEOUT=15m
+			report_counts() { :; }
+			guest_boot x86_64 k i "$t/log") 2>&1 | sed 's/^blkctx: //')"
+	# a QEMU that ignores TERM is killed, even when a signal comes while
+	# the stop waits for it
+	mkdir -p "$t/stubborn"
+	printf '#!/bin/sh\necho $$ >"%s/grandchild"\ntrap %s TERM\ntrap "" INT\nwhile :; do sleep 0.2; done\n' \
+		"$t/stubborn" "': >$t/stubborn/started'" >"$t/qemu"
+	rc=0 start=$SECONDS
+	BLKCTX_STOP_SECONDS=1 "${boot[@]}" --timeout 1 2>"$t/err" || rc=$?
+	out="status $rc in $((SECONDS - start < 5 ? 0 : SECONDS - start)) s"
+	! kill -0 "$(cat "$t/stubborn/grandchild")" 2>/dev/null || out="$out, QEMU still runs"
+	! grep -q "did not stop; killed it" "$t/err" || out="$out, killed"
+	sc_same "guest boot: a QEMU that ignores TERM is killed" "status 124 in 0 s, killed" "$out"
+	sc_signal_run "$t/stubborn" INT "BLKCTX_STOP_SECONDS=2 exec ${boot[*]@Q} --timeout 1"
+	sc_same "guest boot: SIGINT while the timeout's stop waits: QEMU killed all the same" \
+		"status 130 in 0 s" "$(sc_signal_outcome "$t/stubborn" QEMU)"
 	# QEMU in a session of its own: only guest.py can stop it
 	sc_signal_child "$t"
 	printf '#!/bin/sh\nexec sh %s/child\n' "$t" >"$t/qemu"
@@ -724,8 +778,8 @@ sc_env_doc() {
 	read=$(cd "$REPO" && {
 		cat tools/blkctx tools/lib/*.sh | grep -vE '^[[:space:]]*#|^[A-Z_]+\|' |
 			grep -oE '\$\{?BLKCTX_[A-Z_]+'
-		grep -ohE "environ.get\('BLKCTX_[A-Z_]+" qemu_configs/*.py
-	} | sed -E "s/^(\\$\\{?|environ.get\\(')//" | grep -vx BLKCTX_CLEANUP | sort -u)
+		grep -ohE "environ(\.get\(|\[)[\"']BLKCTX_[A-Z_]+" qemu_configs/*.py tools/lib/*.py
+	} | sed -E "s/^(\\$\\{?|environ(\\.get\\(|\\[)[\"'])//" | grep -vx BLKCTX_CLEANUP | sort -u)
 	doc=$(printf '%s\n' "$ENV_DOC" | cut -d'|' -f1 | grep '^BLKCTX_' | sort -u)
 	sc_same "environment: --help lists every BLKCTX_ variable the tools read, and only those" "" \
 		"$(comm -23 <(echo "$read") <(echo "$doc") | sed 's/^/read, not listed: /'
