@@ -501,6 +501,17 @@ sc_kconfig() {
 		bad+=$(kunit_want "$a" | grep -vxE 'CONFIG_[A-Za-z0-9_]+=([ynm]|[0-9]+|"[^"]*")' || true)
 	done
 	sc_same "build-each: what kunitconfig and qemu_configs want" "" "$bad"
+	# the guests' own check, on a kernel with all they need but two
+	mkdir -p "$t/target"
+	printf 'CONFIG_MMC=y\nCONFIG_MD=y\n# a comment\n' >"$t/target/config"
+	{
+		for a in $GUEST_KCONFIG ${guest_arch_kconfig[x86_64]}; do
+			[ "$a" = DEBUG_FS ] || echo "CONFIG_$a=y"
+		done
+		echo "CONFIG_MMC=y"
+	} >"$t/guest.config"
+	sc_same "selftests: the options a guest and its targets need, missing from a kernel" \
+		"CONFIG_DEBUG_FS=y CONFIG_MD=y" "$(guest_check_kconfig "$t/guest.config" x86_64 "$t/target")"
 }
 
 # A scratch kernel tree and repository: a pristine commit and one patch.
