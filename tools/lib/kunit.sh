@@ -52,52 +52,10 @@ kunit_config() {
 }
 
 # kunit_counts JSON STATUS: count the results kunit.py wrote in JSON
-# (--json=FILE) and exited with STATUS. A crashed case ("ERROR") counts as
-# failed, and so does a run with no case, no JSON (the build failed), or a
-# failing status that no case explains (kunit.py's parse errors). Prints
-# "passed failed skipped", then "FAIL what" per failure.
+# (--json=FILE) and exited with STATUS (tools/lib/kunit_results.py says
+# how). Prints "passed failed skipped", then "FAIL what" per failure.
 kunit_counts() {
-	python3 - "$1" "$2" <<'PY'
-import json, sys
-path, status = sys.argv[1], int(sys.argv[2])
-p = f = s = 0
-fails = []
-def walk(group, prefix):
-    global p, f, s
-    name = group.get("name", "")
-    prefix = prefix + [name] if name and name != "KUnit Test Group" else prefix
-    for case in group.get("test_cases", []):
-        st = case.get("status")
-        what = ".".join(prefix + [case.get("name") or "(a case that never reported)"])
-        if st == "PASS":
-            p += 1
-        elif st == "SKIP":
-            s += 1
-        else:
-            f += 1
-            fails.append(what + (" (crashed)" if st == "ERROR" else ""))
-    for sub in group.get("sub_groups", []):
-        walk(sub, prefix)
-try:
-    with open(path) as fh:
-        walk(json.load(fh), [])
-except (OSError, ValueError) as e:
-    f += 1
-    fails.append("kunit.py wrote no results (the build or the boot failed?)")
-else:
-    if p + f + s == 0:
-        f += 1
-        fails.append("kunit.py ran no test")
-    elif p == 0 and f == 0:
-        f += 1
-        fails.append("every case skipped")
-    elif status != 0 and f == 0:
-        f += 1
-        fails.append("kunit.py failed (status %d) with every case passed: see its errors" % status)
-print(p, f, s)
-for what in fails:
-    print("FAIL", what)
-PY
+	python3 -B "$REPO/tools/lib/kunit_results.py" "$1" "$2"
 }
 
 # The WARN_ON_ONCE() of submit_bio_noacct() for a read that carries a stream,

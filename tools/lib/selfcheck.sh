@@ -85,6 +85,9 @@ allskip 0 0 1 2
 CASES
 	sc_same "kunit counts: no JSON (the build failed)" "0 1 0" \
 		"$(kunit_counts "$SC_TMP/none.json" 1 | sed -n 1p)"
+	echo '[1]' >"$SC_TMP/list.json"
+	sc_same "kunit counts: JSON not in the form kunit.py writes" "0 1 0" \
+		"$(kunit_counts "$SC_TMP/list.json" 0 | sed -n 1p)"
 	sc_same "kunit counts: every case passed, kunit.py failed" "2 1 0" \
 		"$(kunit_counts "$d/kunit-pass.json" 1 | sed -n 1p)"
 }
