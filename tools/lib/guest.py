@@ -36,7 +36,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # the first line of a report of KASAN, lockdep, sleeping in atomic context,
 # hung tasks, RCU stalls, WARN, BUG, an oops; a panic alone is the guest
 # stopping early, which judge counts
-REPORT = re.compile(r"^(\[ *[0-9.]+\] )?((BUG|WARNING|INFO): |Oops|watchdog: BUG)")
+# a timestamped one may follow a program's text on the same line
+REPORT = re.compile(r"(^|\[ *[0-9.]+\] )((BUG|WARNING|INFO): |Oops|watchdog: BUG)")
 RESULT = re.compile(r"^(not )?ok [0-9]+ ")
 CASE = re.compile(r"^    (not )?ok [0-9]+ ")
 PLAN = re.compile(r"^1\.\.[0-9]+$")
@@ -44,22 +45,21 @@ STARTED = re.compile(r"^# selftests: (.*): (.*)$")
 
 
 def read_lines(path):
-    """The lines of a log, split at newlines only, carriage returns dropped
-    (a serial console ends lines with both, and a lone one joins text)."""
+    """The lines of a log as ktap.py and kunit.py read them: a serial
+    console's "\\r\\n" is one line end, and a lone "\\r" ends a line too (text
+    that a program rewrote in place must not hide a report after it)."""
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as f:
-            text = f.read()
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return [line.rstrip("\n") for line in f]
     except FileNotFoundError:
         return []
-    lines = text.replace("\r", "").split("\n")
-    return lines[:-1] if lines[-1] == "" else lines
 
 
 def kernel_reports(lines, allowed=None):
     """The first line of each report of the kernel's error detectors, minus
     those that the regular expression ALLOWED finds."""
     return [line for line in lines
-            if REPORT.match(line) and not (allowed and re.search(allowed, line))]
+            if REPORT.search(line) and not (allowed and re.search(allowed, line))]
 
 
 def so_far(lines):
@@ -110,7 +110,9 @@ def boot(cmd, log, timeout, what, every=60):
         while True:
             left = timeout - (time.monotonic() - start)
             if left <= 0:
-                # the finally below stops it
+                # a signal now waits for the stop, which KILLs what TERM leaves
+                with SIGNALS.deferred():
+                    stop(proc, signal.SIGTERM, what)
                 return TIMEOUT_STATUS
             try:
                 status = proc.wait(timeout=min(every, left))
@@ -122,10 +124,9 @@ def boot(cmd, log, timeout, what, every=60):
                 say("%s: running for %d min %d s; %s" % (what, ran // 60, ran % 60,
                                                            so_far(read_lines(log))))
     finally:
+        # interrupted: later signals are ignored while QEMU is stopped
         if proc and proc.poll() is None:
-            # a signal now waits for the stop, which KILLs what TERM leaves
-            with SIGNALS.deferred():
-                stop(proc, SIGNALS.got or signal.SIGTERM, what)
+            stop(proc, SIGNALS.got or signal.SIGTERM, what)
 
 
 def ktap_counts(tree, log, finished):
@@ -211,7 +212,7 @@ def main():
     p.add_argument("--log", required=True)
     p.add_argument("--timeout", type=seconds, required=True, help="seconds")
     p.add_argument("--every", type=seconds,
-                   default=os.environ.get("BLKCTX_PROGRESS_SECONDS", "60"),
+                   default=os.environ.get("BLKCTX_PROGRESS_SECONDS") or "60",
                    help="seconds between progress lines [$BLKCTX_PROGRESS_SECONDS or 60]")
     p.add_argument("--qemu", help="the QEMU binary, instead of the config's")
     p = sub.add_parser("judge", help="count a console log and judge the boot")

@@ -4,15 +4,18 @@ and guest.py share."""
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
 
-# how long a child has after TERM (or INT) before it is killed
-STOP_SECONDS = os.environ.get("BLKCTX_STOP_SECONDS", "10")
-if not STOP_SECONDS.isdigit():
-    raise SystemExit("blkctx: BLKCTX_STOP_SECONDS: whole seconds, not %r" % STOP_SECONDS)
-STOP_SECONDS = int(STOP_SECONDS)
+
+
+def stop_seconds():
+    """How long a child has after TERM (or INT) before it is killed;
+    tools/blkctx refuses a value that is not whole seconds."""
+    value = os.environ.get("BLKCTX_STOP_SECONDS") or "10"
+    return int(value) if re.fullmatch("[0-9]+", value) else 10
 
 
 def say(text):
@@ -111,10 +114,10 @@ def signal_tree(proc, signum, below_signum):
 
 def stop(proc, signum, what):
     """End the child: its group gets signum, what is below it TERM, and KILL
-    all of it if it still runs after STOP_SECONDS."""
+    all of it if it still runs after stop_seconds()."""
     signal_tree(proc, signum, signal.SIGTERM)
     try:
-        proc.wait(timeout=STOP_SECONDS)
+        proc.wait(timeout=stop_seconds())
     except subprocess.TimeoutExpired:
         pass
     finally:

@@ -85,6 +85,10 @@ allskip 0 0 1 2
 CASES
 	sc_same "kunit counts: no JSON (the build failed)" "0 1 0" \
 		"$(kunit_counts "$SC_TMP/none.json" 1 | sed -n 1p)"
+	echo '{"name": "KUnit Test Group", "test_cases": [{"name": "a", "status": "PASS"},
+		{"name": "b"}]}' >"$SC_TMP/nostatus.json"
+	sc_same "kunit counts: a case with no status is a failure" "1 1 0" \
+		"$(kunit_counts "$SC_TMP/nostatus.json" 0 | sed -n 1p)"
 	echo '[1]' >"$SC_TMP/list.json"
 	sc_same "kunit counts: JSON not in the form kunit.py writes" "0 1 0" \
 		"$(kunit_counts "$SC_TMP/list.json" 0 | sed -n 1p)"
@@ -123,6 +127,7 @@ cut 124 1 2 0
 oddlines 0 2 4 0
 kunitfirst 0 1 0 0
 notests 0 0 1 0
+crjoin 0 3 1 0
 CASES
 	sc_same "guest counts: an empty log" "0 1 0" \
 		"$( (guest_judge x86_64 /dev/null 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
@@ -131,6 +136,17 @@ CASES
 selftests: x86_64: FAILED tools/lib/ktap.py failed (status 1) on $d/guest-pass.log" \
 		"$( (TREE=$SC_TMP/none guest_judge x86_64 "$d/guest-pass.log" 0 2>"$SC_TMP/judge.err"
 			echo "$GUEST_P $GUEST_F $GUEST_S"; grep FAILED "$SC_TMP/judge.err"))"
+	sc_same "kernel reports: after a lone carriage return, after a program's text" \
+		"[    3.1] BUG: KASAN: use-after-free in ext4_foo+0x1/0x2
+# writing inode tables: [    3.2] WARNING: CPU: 0 PID: 1 at fs/ext4/foo.c:1 ext4_bar+0x1/0x2" \
+		"$(kernel_reports "$d/guest-crjoin.log")"
+	# a boot that fails before QEMU starts leaves no earlier log to judge
+	cp "$d/guest-pass.log" "$SC_TMP/old.log"
+	sc_same "guest counts: a boot that failed early is not judged by the last log" "0 passes" \
+		"$( (export BLKCTX_PROGRESS_SECONDS=1m
+			rc=0
+			guest_boot x86_64 k i "$SC_TMP/old.log" 2>/dev/null || rc=$?
+			guest_judge x86_64 "$SC_TMP/old.log" "$rc" 2>/dev/null; echo "$GUEST_P passes"))"
 	# guest.py itself fails (a directory is no log)
 	sc_same "guest counts: a judge that crashes is a failure" "0 1 0" \
 		"$( (guest_judge x86_64 "$d" 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
@@ -140,9 +156,9 @@ selftests: x86_64: FAILED tools/lib/ktap.py failed (status 1) on $d/guest-pass.l
 	while read -r name rc want; do
 		got=$( (guest_judge x86_64 "$d/guest-$name.log" "$rc" 2>&1 >/dev/null) | sed 's/^blkctx: //')
 		if grep -qF -- "$want" <<<"$got"; then
-			sc_result "guest judged: $name (qemu status $rc) says why" 0
+			sc_result "guest judged: $name (qemu status $rc): ${want#selftests: x86_64: }" 0
 		else
-			sc_result "guest judged: $name (qemu status $rc) says why" 1 \
+			sc_result "guest judged: $name (qemu status $rc): ${want#selftests: x86_64: }" 1 \
 				"$(printf 'expected a line with:\n%s\ngot:\n%s' "$want" "$got")"
 		fi
 	done <<'CASES'
@@ -209,11 +225,6 @@ $(cat "$t/log")"
 		sc_result "guest boot: a progress line a second with the tests so far" 1 \
 			"$(echo "status $rc, then:"; cat "$t/err")"
 	fi
-	sc_same "guest boot: a timeout that is not whole seconds is refused" \
-		"error: BLKCTX_GUEST_TIMEOUT: whole seconds, more than 0 (not \"15m\")" \
-		"$( (GUEST_TIMEOUT=15m
-			report_counts() { :; }
-			guest_boot x86_64 k i "$t/log") 2>&1 | sed 's/^blkctx: //')"
 	# a QEMU that ignores TERM is killed, even when a signal comes while
 	# the stop waits for it
 	mkdir -p "$t/stubborn"
@@ -225,9 +236,21 @@ $(cat "$t/log")"
 	! kill -0 "$(cat "$t/stubborn/grandchild")" 2>/dev/null || out="$out, QEMU still runs"
 	! grep -q "did not stop; killed it" "$t/err" || out="$out, killed"
 	sc_same "guest boot: a QEMU that ignores TERM is killed" "status 124 in 0 s, killed" "$out"
-	sc_signal_run "$t/stubborn" INT "BLKCTX_STOP_SECONDS=2 exec ${boot[*]@Q} --timeout 1"
+	sc_signal_run "$t/stubborn" INT "BLKCTX_STOP_SECONDS=1 exec ${boot[*]@Q} --timeout 1"
 	sc_same "guest boot: SIGINT while the timeout's stop waits: QEMU killed all the same" \
 		"status 130 in 0 s" "$(sc_signal_outcome "$t/stubborn" QEMU)"
+	# an interrupt while the QEMU parameters load is an interrupt, not an
+	# error of the parameters
+	mkdir -p "$t/slow"
+	printf 'import os, time
+open("%s/grandchild", "w").write(str(os.getpid()))
+open("%s/started", "w").close()
+time.sleep(30)
+' \
+		"$t/slow" "$t/slow" >"$t/slow/config.py"
+	sc_signal_run "$t/slow" INT "exec ${boot[*]@Q} --timeout 60 --config '$t/slow/config.py'"
+	sc_same "guest boot: SIGINT while the QEMU parameters load" \
+		"status 130 in 0 s" "$(sc_signal_outcome "$t/slow" boot)"
 	# QEMU in a session of its own: only guest.py can stop it
 	sc_signal_child "$t"
 	printf '#!/bin/sh\nexec sh %s/child\n' "$t" >"$t/qemu"
@@ -509,12 +532,17 @@ sc_kconfig() {
 	printf 'CONFIG_MMC=y\nCONFIG_MD=y\n# a comment\n' >"$t/target/config"
 	{
 		for a in $GUEST_KCONFIG ${guest_arch_kconfig[x86_64]}; do
-			[ "$a" = DEBUG_FS ] || echo "CONFIG_$a=y"
+			case $a in
+			DEBUG_FS) echo "# CONFIG_DEBUG_FS is not set" ;;
+			SERIAL_8250_CONSOLE) ;;
+			*) echo "CONFIG_$a=y" ;;
+			esac
 		done
-		echo "CONFIG_MMC=y"
+		printf 'CONFIG_MMC=y\nCONFIG_MD=m\n'
 	} >"$t/guest.config"
 	sc_same "selftests: the options a guest and its targets need, missing from a kernel" \
-		"CONFIG_DEBUG_FS=y CONFIG_MD=y" "$(guest_check_kconfig "$t/guest.config" x86_64 "$t/target")"
+		"CONFIG_DEBUG_FS=y CONFIG_SERIAL_8250_CONSOLE=y CONFIG_MD=y" \
+		"$(guest_check_kconfig "$t/guest.config" x86_64 "$t/target")"
 }
 
 # A scratch kernel tree and repository: a pristine commit and one patch.
@@ -782,6 +810,19 @@ sc_front_door() {
 CASES
 	rc=$(CALLER_IDENT="" BLKCTX_DRY_RUN=1 sc_run "$SC_TMP/door" sc_door mail "$SC_TMP/new")
 	sc_same "front door: mail without a sender (no git identity, no --from)" 2 "$rc"
+	# the settings that are seconds
+	while read -r want args; do
+		rc=$( (export "${args% *}"
+			BLKCTX_DRY_RUN=1 sc_run "$SC_TMP/door" sc_door "${args#* }"))
+		sc_same "front door: $args" "$want" "$rc"
+	done <<'CASES'
+2 BLKCTX_GUEST_TIMEOUT=15m selftests
+2 BLKCTX_GUEST_TIMEOUT=0 demo
+2 BLKCTX_PROGRESS_SECONDS=1m kunit
+2 BLKCTX_STOP_SECONDS=x test
+0 BLKCTX_PROGRESS_SECONDS= kunit
+0 BLKCTX_GUEST_TIMEOUT=30 selftests
+CASES
 }
 
 # Every BLKCTX_ variable the tools (and qemu_configs/) read is in --help's
