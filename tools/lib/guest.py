@@ -34,9 +34,9 @@ KTAP_SECONDS = 120
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # the first line of a report of KASAN, lockdep, sleeping in atomic context,
-# hung tasks, RCU stalls, WARN, BUG, an oops; a panic alone is the guest
+# hung tasks, RCU stalls, WARN, BUG, an oops, at the start of a line or,
+# timestamped, after a program's text on it; a panic alone is the guest
 # stopping early, which judge counts
-# a timestamped one may follow a program's text on the same line
 REPORT = re.compile(r"(^|\[ *[0-9.]+\] )((BUG|WARNING|INFO): |Oops|watchdog: BUG)")
 RESULT = re.compile(r"^(not )?ok [0-9]+ ")
 CASE = re.compile(r"^    (not )?ok [0-9]+ ")

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 
-
 def stop_seconds():
     """How long a child has after TERM (or INT) before it is killed;
     tools/blkctx refuses a value that is not whole seconds."""
