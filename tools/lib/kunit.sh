@@ -187,19 +187,11 @@ do_selftests_both() {
 
 # do_test: tools/lib/runner.py runs the steps, each a tools/blkctx process of
 # its own (BLKCTX_SELF replaces tools/blkctx, for selfcheck), and writes the
-# closing line and the JSON results. On a fresh machine python3 comes with
-# setup, which the runner then runs again, in seconds.
+# closing line and the JSON results. On a fresh machine python3 came with
+# the setup that tools/blkctx ran first (do_bootstrap); the runner runs it
+# again, in seconds.
 do_test() {
 	local self=${BLKCTX_SELF:-$REPO/tools/blkctx} force=""
-	if ! command -v python3 >/dev/null; then
-		say "test: setup (first, for the python3 that runs the steps)"
-		if ! run_child "$self" setup || ! command -v python3 >/dev/null; then
-			rm -f "$BUILD/test-results.json"
-			echo "total: 0 passed, 1 failed, 0 skipped"
-			say "test: FAILED: setup"
-			return 1
-		fi
-	fi
 	# CI tests the patch files, whatever an earlier session left in the tree
 	[ "${CI:-}" != true ] || force=--force-prepare
 	run_child python3 "$REPO/tools/lib/runner.py" --blkctx "$self" \

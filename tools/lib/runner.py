@@ -5,7 +5,7 @@ own, counted and recorded, so that a step that dies still counts and the
 closing "total:" line and the JSON results always agree.
 
 A step reports its cases by appending "NAME PASSED FAILED SKIPPED" lines to
-the file named by $BLKCTX_RESULTS (report_counts in tools/blkctx; die adds
+the file named by $BLKCTX_RESULTS (report_counts in tools/lib/blkctx.sh; die adds
 "die 0 1 0").
 """
 

@@ -45,7 +45,7 @@ sc_shellcheck() {
 		sc_result "shellcheck is installed (tools/blkctx setup installs it)" 1
 		return
 	fi
-	# the libraries share the globals of tools/blkctx, which sources them:
+	# the libraries share the globals of tools/lib/blkctx.sh, which sources them:
 	# checked alone, shellcheck cannot see where those are set or used
 	# (SC2034, SC2153, SC2154); selfcheck sets them in subshells on purpose
 	# (SC2030, SC2031)
@@ -348,7 +348,7 @@ sc_interrupt() {
 	local t=$SC_TMP/interrupt sig out
 	sc_signal_child "$t"
 	for sig in TERM INT; do
-		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/blkctx'
+		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/lib/blkctx.sh'
 			BLKCTX_PROGRESS_SECONDS=1 with_progress step '' - sh '$t/child'
 			echo 'went on after the child'"
 		out=$(sc_signal_outcome "$t" child)
@@ -358,8 +358,8 @@ sc_interrupt() {
 	# a step of test's: a tools/blkctx process whose foreground pipeline is
 	# a group of its own, with the grandchild under it
 	for sig in TERM INT; do
-		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/blkctx'
-			run_child bash -c \"set -m; . '$REPO/tools/blkctx'
+		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/lib/blkctx.sh'
+			run_child bash -c \"set -m; . '$REPO/tools/lib/blkctx.sh'
 				BLKCTX_PROGRESS_SECONDS=1 with_progress step '' - sh '$t/child' | cat
 				echo 'the step went on'\"
 			echo 'went on after the step'"
@@ -374,7 +374,7 @@ sc_interrupt() {
 sc_fake_steps() {
 	cat >"$SC_TMP/fake" <<EOF
 #!/usr/bin/env bash
-. "$REPO/tools/blkctx"
+. "$REPO/tools/lib/blkctx.sh"
 case \${SC_FAKE:-}:\$1 in
 setupfails:*) die "setup failed" ;;
 lock:*) flock -n "\${BLKCTX_LOCK_FD:-none}" || die "\$1 does not hold test's lock"
@@ -446,7 +446,7 @@ sc_test_interrupt() {
 	mkdir -p "$t/tmp"
 	sc_fake_steps
 	for sig in TERM INT; do
-		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/blkctx'
+		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/lib/blkctx.sh'
 			BUILD='$SC_TMP/build' SC_FAKE=hang BLKCTX_SELF='$SC_TMP/fake' do_test
 			echo 'went on after test'"
 		out=$(sc_signal_outcome "$t" step)
@@ -762,34 +762,56 @@ sc_resolve() {
 	sc_same "guest: an empty cached resolution is resolved again" "busybox 1:1.35.0-4 armhf" "$rc"
 }
 
-# sc_door CMD ARGS...: main, with every command replaced by a failure, in
-# case the front door let one through.
-sc_door() {
-	local f
-	for f in $(compgen -A function do_) patch_files cache_lock; do
-		eval "$f() { echo \"$f ran\"; exit 99; }"
-	done
-	main "$@"
+# sc_cli ARGS...: tools/lib/cli.py's main on ARGS, with a git identity
+# (SC_SENDER; empty: none) and the command it would run printed instead of
+# run ("ran COMMAND ARGS", status 0); prints main's status, then its output.
+sc_cli() {
+	local out=$SC_TMP/cli.out rc=0
+	mkdir -p "$SC_TMP/norepo"
+	(
+		unset GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL EMAIL
+		if [ -n "${SC_SENDER:-}" ]; then
+			GIT_COMMITTER_EMAIL=${SC_SENDER##*<}
+			export GIT_COMMITTER_NAME=${SC_SENDER% <*} GIT_COMMITTER_EMAIL=${GIT_COMMITTER_EMAIL%>}
+		fi
+		HOME=$SC_TMP/norepo GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 \
+			python3 -B -c 'import sys
+sys.path.insert(0, sys.argv[1])
+import cli
+cli.REPO = sys.argv[2]
+def run(argv):
+	print("ran", *argv)
+	return 0
+sys.exit(cli.main(sys.argv[3:], run=run))' "$REPO/tools/lib" "$SC_TMP/norepo" "$@"
+	) >"$out" 2>&1 </dev/null || rc=$?
+	echo $rc
+	cat "$out"
 }
 
-# The front door: --help, and arguments rejected before any work (exit 2).
+# The front door: --help, and arguments rejected before any work (exit 2);
+# what is accepted goes to blkctx.sh in one form.
 sc_front_door() {
-	local c rc want args CALLER_IDENT="Mail Tester <tester@example.org>"
+	local c rc want args SC_SENDER="Mail Tester <tester@example.org>"
 	mkdir -p "$SC_TMP/full"
 	: >"$SC_TMP/full/0001-keep.patch"
-	for c in $COMMANDS; do
-		rc=$(BLKCTX_DRY_RUN=1 sc_run "$SC_TMP/door" sc_door "$c" --help)
-		sc_same "front door: $c --help" "0 usage: tools/blkctx $c" \
-			"$rc $(head -1 "$SC_TMP/door" | cut -d' ' -f1-3)"
+	for c in $(python3 -B -c 'import sys
+sys.path.insert(0, sys.argv[1])
+import cli
+print(*cli.COMMANDS)' "$REPO/tools/lib"); do
+		rc=$(sc_cli "$c" --help)
+		rc=$(head -2 <<<"$rc" | cut -d' ' -f1-3 | tr '\n' ' ')
+		sc_same "front door: $c --help" "0 usage: tools/blkctx $c " "$rc"
 	done
 	while read -r want args; do
 		# shellcheck disable=SC2086
-		rc=$(BLKCTX_DRY_RUN=1 sc_run "$SC_TMP/door" sc_door $args)
+		rc=$(sc_cli $args)
+		rc=${rc%%$'\n'*}
 		sc_same "front door: $args" "$want" "$rc"
 	done <<CASES
 2 kunit foo
 2 kunit x86_64 --forse
 2 prepare --forse
+2 prepare --forc
 2 test now
 2 build-each x86_64 arm
 2 build-each riscv
@@ -808,12 +830,31 @@ sc_front_door() {
 0 mail --reroll=3 $SC_TMP/new
 0 help
 CASES
-	rc=$(CALLER_IDENT="" BLKCTX_DRY_RUN=1 sc_run "$SC_TMP/door" sc_door mail "$SC_TMP/new")
-	sc_same "front door: mail without a sender (no git identity, no --from)" 2 "$rc"
+	# what blkctx.sh is given: ARGS|what runs
+	while IFS='|' read -r args want; do
+		# shellcheck disable=SC2086
+		rc=$(sc_cli $args)
+		rc=$(sed -n 2p <<<"$rc")
+		sc_same "front door: $args runs $want" "$want" "$rc"
+	done <<CASES
+kunit arm x86_64|ran kunit arm x86_64
+prepare|ran prepare
+build-each arm --llvm|ran build-each --llvm arm
+mail --reroll 3 $SC_TMP/new|ran mail --reroll=3 --from=Mail Tester <tester@example.org> $SC_TMP/new
+CASES
+	rc=$(sc_cli mail "--from=Other One <other@example.org>" "$SC_TMP/new")
+	rc=$(sed -n 2p <<<"$rc")
+	sc_same "front door: mail --from= runs as that sender" \
+		"ran mail --from=Other One <other@example.org> $SC_TMP/new" "$rc"
+	rc=$(SC_SENDER="" sc_cli mail "$SC_TMP/new")
+	sc_same "front door: mail without a sender (no git identity, no --from)" 2 "${rc%%$'\n'*}"
+	rc=$(SC_SENDER="blkctx developers <devel@blkctx.invalid>" sc_cli mail "$SC_TMP/new")
+	sc_same "front door: mail with the series' identity as git's" 2 "${rc%%$'\n'*}"
 	# the settings that are seconds
 	while read -r want args; do
 		rc=$( (export "${args% *}"
-			BLKCTX_DRY_RUN=1 sc_run "$SC_TMP/door" sc_door "${args#* }"))
+			sc_cli "${args#* }"))
+		rc=${rc%%$'\n'*}
 		sc_same "front door: $args" "$want" "$rc"
 	done <<'CASES'
 2 BLKCTX_GUEST_TIMEOUT=15m selftests
@@ -823,19 +864,76 @@ CASES
 0 BLKCTX_PROGRESS_SECONDS= kunit
 0 BLKCTX_GUEST_TIMEOUT=30 selftests
 CASES
+	# what runs: blkctx.sh in cli.py's process, with SIGPIPE and SIGXFSZ at
+	# their defaults again (Python ignores both, and exec keeps that), so that
+	# a pipeline in the shell ends when its reader does
+	mkdir -p "$SC_TMP/cli-lib"
+	printf '%s\n' 'echo "args $*"' 'sed -n "s/^SigIgn:[[:space:]]*//p" /proc/$$/status' \
+		>"$SC_TMP/cli-lib/blkctx.sh"
+	rc=$(python3 -B -c 'import os, sys
+sys.path.insert(0, sys.argv[1])
+import cli
+cli.LIB = sys.argv[2]
+cli.main(["kunit", "arm"])' "$REPO/tools/lib" "$SC_TMP/cli-lib" 2>&1)
+	# bits 13 and 25 of the mask: SIGPIPE, SIGXFSZ
+	sc_same "front door: blkctx.sh runs with the arguments, SIGPIPE and SIGXFSZ not ignored" \
+		"args kunit arm; 0 0" \
+		"$(head -1 <<<"$rc"); $((0x$(sed -n 2p <<<"$rc") >> 12 & 1)) $((0x$(sed -n 2p <<<"$rc") >> 24 & 1))"
+	# one table of the architectures, read by both sides
+	sc_same "front door: cli.py and blkctx.sh know the same architectures" "$ARCHES" \
+		"$(python3 -B -c 'import sys
+sys.path.insert(0, sys.argv[1])
+import cli
+print(*cli.ARCHES)' "$REPO/tools/lib")"
+}
+
+# Where python3 is not installed yet (tools/blkctx runs blkctx.sh's
+# bootstrap), setup runs alone or before test and demo, and anything else
+# is refused without doing anything.
+sc_bootstrap() {
+	local bin=$SC_TMP/bootstrap-bin rc
+	mkdir -p "$bin"
+	ln -sf "$(command -v rm)" "$bin/rm"
+	ln -sf "$(command -v chmod)" "$bin/chmod"
+	# how setup behaves|the arguments|what happens
+	while IFS='|' read -r mode args want; do
+		rm -f "$bin/python3"
+		# shellcheck disable=SC2086
+		rc=$( (
+			PATH=$bin BUILD=$SC_TMP
+			do_setup() {
+				echo "setup ran"
+				case ${SC_SETUP:-} in
+				fails) return 1 ;;
+				installs) printf '#!/bin/sh\necho python3 ran "$@"\n' >"$bin/python3" && chmod +x "$bin/python3" ;;
+				esac
+			}
+			SC_SETUP=$mode do_bootstrap $args
+		) 2>&1 </dev/null
+			echo "status $?")
+		rc=${rc//$REPO\//}
+		rc=${rc//$'\n'/ }
+		sc_same "bootstrap without python3: $args (setup $mode)" "$want" "$rc"
+	done <<'CASES'
+passes|setup|setup ran status 0
+passes|kunit --help|blkctx: python3 is not installed: tools/blkctx setup (as root) installs it status 2
+fails|test|blkctx: test: setup first, for the python3 that runs the rest setup ran total: 0 passed, 1 failed, 0 skipped blkctx: test: FAILED: setup status 1
+passes|demo|blkctx: demo: setup first, for the python3 that runs the rest setup ran blkctx: demo: FAILED: setup status 1
+installs|test|blkctx: test: setup first, for the python3 that runs the rest setup ran python3 ran tools/lib/cli.py test status 0
+CASES
 }
 
 # Every BLKCTX_ variable the tools (and qemu_configs/) read is in --help's
 # list, and the list names no other.
 sc_env_doc() {
 	local read doc
-	# reads in code, not in comments or the table itself
+	# reads in code, not in comments
 	read=$(cd "$REPO" && {
-		cat tools/blkctx tools/lib/*.sh | grep -vE '^[[:space:]]*#|^[A-Z_]+\|' |
+		cat tools/blkctx tools/lib/*.sh | grep -vE '^[[:space:]]*#' |
 			grep -oE '\$\{?BLKCTX_[A-Z_]+'
 		grep -ohE "environ(\.get\(|\[)[\"']BLKCTX_[A-Z_]+" qemu_configs/*.py tools/lib/*.py
 	} | sed -E "s/^(\\$\\{?|environ(\\.get\\(|\\[)[\"'])//" | grep -vx BLKCTX_CLEANUP | sort -u)
-	doc=$(printf '%s\n' "$ENV_DOC" | cut -d'|' -f1 | grep '^BLKCTX_' | sort -u)
+	doc=$(python3 -B "$REPO/tools/lib/cli.py" help | sed -n 's/^  \(BLKCTX_[A-Z_]*\) .*/\1/p' | sort -u)
 	sc_same "environment: --help lists every BLKCTX_ variable the tools read, and only those" "" \
 		"$(comm -23 <(echo "$read") <(echo "$doc") | sed 's/^/read, not listed: /'
 		comm -13 <(echo "$read") <(echo "$doc") | sed 's/^/listed, not read: /')"
@@ -892,7 +990,7 @@ sc_lock() {
 		CACHE=$t
 		unset BLKCTX_LOCK_FD
 		cache_lock test
-		BLKCTX_CACHE=$t timeout 10 bash -c ". '$REPO/tools/blkctx'; cache_lock kunit; echo child locked"
+		BLKCTX_CACHE=$t timeout 10 bash -c ". '$REPO/tools/lib/blkctx.sh'; cache_lock kunit; echo child locked"
 		timeout 5 bash -c "exec {fd}<>'$t/.lock'; flock -n \$fd && echo other locked || echo other waits"
 	) 2>&1)
 	sc_same "lock: test's steps share it, another run waits" "child locked
@@ -997,6 +1095,7 @@ do_selfcheck() {
 	sc_resolve
 	sc_apt
 	sc_front_door
+	sc_bootstrap
 	sc_env_doc
 	sc_lock
 	sc_progress

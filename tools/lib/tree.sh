@@ -628,7 +628,7 @@ mail_sender() {
 # sender, checked by mail_check. A reroll's cover letter carries a
 # range-diff to the version before it, when that was mailed from this tree.
 do_mail() {
-	local dir="" reroll=1 from=$CALLER_IDENT a sender prev tmp branch desc subject tag
+	local dir="" reroll=1 from="" a sender prev tmp branch desc subject tag
 	local -a range=() to=() cc=() version=()
 	for a in "$@"; do
 		case $a in
