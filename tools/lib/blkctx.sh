@@ -191,31 +191,39 @@ cache_lock() {
 
 # do_bootstrap COMMAND ARGS: tools/blkctx found no python3, which cli.py
 # needs. setup installs it, and test and demo begin with setup: they run it
-# first; anything else is refused before it does anything.
+# first (as a command of its own, which an interrupt stops at once), once
+# their settings are checked as cli.py checks them; anything else is refused
+# before it does anything.
 do_bootstrap() {
-	local cmd=${1:-}
+	local cmd=${1:-} v
 	if ! command -v python3 >/dev/null; then
 		case $#:$cmd in
-		1:setup)
-			do_setup
-			return
-			;;
-		1:test | 1:demo)
-			say "$cmd: setup first, for the python3 that runs the rest"
-			if ! (do_setup) || ! command -v python3 >/dev/null; then
-				if [ "$cmd" = test ]; then
-					rm -f "$BUILD/test-results.json"
-					echo "total: 0 passed, 1 failed, 0 skipped"
-				fi
-				say "$cmd: FAILED: setup"
-				exit 1
-			fi
-			;;
+		1:setup | 1:test | 1:demo) ;;
 		*)
 			say "python3 is not installed: tools/blkctx setup (as root) installs it"
 			exit 2
 			;;
 		esac
+		for v in BLKCTX_GUEST_TIMEOUT BLKCTX_PROGRESS_SECONDS BLKCTX_STOP_SECONDS; do
+			[ -z "${!v:-}" ] || [[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
+				say "$cmd: $v: whole seconds, more than 0 (not \"${!v}\")"
+				exit 2
+			}
+		done
+		if [ "$cmd" = setup ]; then
+			do_setup
+			return
+		fi
+		say "$cmd: setup first, for the python3 that runs the rest"
+		if ! run_child "$BASH" "$REPO/tools/lib/blkctx.sh" setup ||
+			! command -v python3 >/dev/null; then
+			if [ "$cmd" = test ]; then
+				rm -f "$BUILD/test-results.json"
+				echo "total: 0 passed, 1 failed, 0 skipped"
+			fi
+			say "$cmd: FAILED: setup"
+			exit 1
+		fi
 	fi
 	exec python3 "$REPO/tools/lib/cli.py" "$@"
 }

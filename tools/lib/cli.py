@@ -159,9 +159,13 @@ def sender_argument(value):
 
 def mail_directory(value):
     """DIR, if it is new or an empty directory: mail never overwrites."""
-    if not value:
-        raise argparse.ArgumentTypeError("DIR is empty")
-    if os.path.exists(value) and not (os.path.isdir(value) and not os.listdir(value)):
+    if not value or value.startswith("-"):
+        raise argparse.ArgumentTypeError("DIR is empty or begins with - (%s)" % value)
+    try:
+        usable = not os.path.exists(value) or (os.path.isdir(value) and not os.listdir(value))
+    except OSError as error:
+        raise argparse.ArgumentTypeError("%s: %s" % (value, error.strerror))
+    if not usable:
         raise argparse.ArgumentTypeError(
             "%s is not a new or empty directory: mail never overwrites" % value)
     return value
@@ -230,17 +234,18 @@ def check_environment(parser):
 
 
 def run(argv):
-    """Run blkctx.sh with ARGV in this process. Python ignores SIGPIPE and
-    SIGXFSZ, and an ignored signal stays ignored across exec: give the shell
-    and its pipelines the defaults back."""
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    """Run blkctx.sh with ARGV in this process."""
     sys.stdout.flush()
     bash = os.path.join(LIB, "blkctx.sh")
     os.execvp("bash", ["bash", bash] + argv)
 
 
 def main(argv, run=run):
+    # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored
+    # across exec: the defaults back, for blkctx.sh's pipelines and for a
+    # reader of "help" that stops early
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
     if not argv or argv[0] in ("help", "-h", "--help"):
         print(usage())
         return 0

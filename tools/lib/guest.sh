@@ -37,7 +37,7 @@ GUEST_TIMEOUT=${BLKCTX_GUEST_TIMEOUT:-900}
 GUEST_TEST_TIMEOUT=${BLKCTX_GUEST_TEST_TIMEOUT:-120}
 
 # Options every guest needs in its kernel, on top of what boots KUnit (and
-# of each architecture's own, in ARCH_FACTS).
+# of each architecture's own, in tools/lib/arches).
 GUEST_KCONFIG="BLK_DEV_INITRD RD_GZIP DEVTMPFS TMPFS PROC_FS SYSFS DEBUG_FS
 	BINFMT_ELF BINFMT_SCRIPT"
 

@@ -846,6 +846,8 @@ CASES
 	rc=$(sed -n 2p <<<"$rc")
 	sc_same "front door: mail --from= runs as that sender" \
 		"ran mail --from=Other One <other@example.org> $SC_TMP/new" "$rc"
+	rc=$(sc_cli mail -- --reroll=5)
+	sc_same "front door: mail -- --reroll=5 (a DIR that looks like an option)" 2 "${rc%%$'\n'*}"
 	rc=$(SC_SENDER="" sc_cli mail "$SC_TMP/new")
 	sc_same "front door: mail without a sender (no git identity, no --from)" 2 "${rc%%$'\n'*}"
 	rc=$(SC_SENDER="blkctx developers <devel@blkctx.invalid>" sc_cli mail "$SC_TMP/new")
@@ -879,6 +881,24 @@ cli.main(["kunit", "arm"])' "$REPO/tools/lib" "$SC_TMP/cli-lib" 2>&1)
 	sc_same "front door: blkctx.sh runs with the arguments, SIGPIPE and SIGXFSZ not ignored" \
 		"args kunit arm; 0 0" \
 		"$(head -1 <<<"$rc"); $((0x$(sed -n 2p <<<"$rc") >> 12 & 1)) $((0x$(sed -n 2p <<<"$rc") >> 24 & 1))"
+	# a reader of help that stops early ends it as it ended bash: SIGPIPE,
+	# no traceback
+	rc=$(python3 -B -c 'import os, sys
+sys.path.insert(0, sys.argv[1])
+import cli
+r, w = os.pipe()
+os.close(r)
+os.dup2(w, 1)
+sys.exit(cli.main(["help"]))' "$REPO/tools/lib" 2>&1
+		echo "status $?")
+	sc_same "front door: help into a closed pipe" "status 141" "$rc"
+	# every command of cli.py's table is one of blkctx.sh's, and no other
+	sc_same "front door: cli.py and blkctx.sh have the same commands" \
+		"$(declare -f main | sed -n 's/^[[:space:]]*\([a-z][a-z-]*\))$/\1/p' | grep -vx bootstrap | sort)" \
+		"$(python3 -B -c 'import sys
+sys.path.insert(0, sys.argv[1])
+import cli
+print(*cli.COMMANDS, sep="\n")' "$REPO/tools/lib" | sort)"
 	# one table of the architectures, read by both sides
 	sc_same "front door: cli.py and blkctx.sh know the same architectures" "$ARCHES" \
 		"$(python3 -B -c 'import sys
@@ -888,38 +908,44 @@ print(*cli.ARCHES)' "$REPO/tools/lib")"
 }
 
 # Where python3 is not installed yet (tools/blkctx runs blkctx.sh's
-# bootstrap), setup runs alone or before test and demo, and anything else
-# is refused without doing anything.
+# bootstrap), setup runs alone or before test and demo, as a command of its
+# own (here a stand-in blkctx.sh), and anything else, or a bad setting, is
+# refused without doing anything.
 sc_bootstrap() {
-	local bin=$SC_TMP/bootstrap-bin rc
-	mkdir -p "$bin"
-	ln -sf "$(command -v rm)" "$bin/rm"
-	ln -sf "$(command -v chmod)" "$bin/chmod"
-	# how setup behaves|the arguments|what happens
-	while IFS='|' read -r mode args want; do
-		rm -f "$bin/python3"
+	local t=$SC_TMP/bootstrap rc
+	mkdir -p "$t/bin" "$t/repo/tools/lib"
+	ln -sf "$(command -v rm)" "$t/bin/rm"
+	ln -sf "$(command -v chmod)" "$t/bin/chmod"
+	cat >"$t/repo/tools/lib/blkctx.sh" <<EOF
+echo "setup ran: \$*"
+case \$SC_SETUP in
+fails) exit 1 ;;
+installs) printf '#!/bin/sh\necho python3 ran "\$@"\n' >"$t/bin/python3"
+	chmod +x "$t/bin/python3" ;;
+esac
+EOF
+	# how setup behaves|the environment|the arguments|what happens
+	while IFS='|' read -r mode env args want; do
+		rm -f "$t/bin/python3"
 		# shellcheck disable=SC2086
 		rc=$( (
-			PATH=$bin BUILD=$SC_TMP
-			do_setup() {
-				echo "setup ran"
-				case ${SC_SETUP:-} in
-				fails) return 1 ;;
-				installs) printf '#!/bin/sh\necho python3 ran "$@"\n' >"$bin/python3" && chmod +x "$bin/python3" ;;
-				esac
-			}
+			[ -z "$env" ] || export "${env?}"
+			PATH=$t/bin BUILD=$SC_TMP REPO=$t/repo
+			do_setup() { echo "setup ran in the bootstrap"; }
 			SC_SETUP=$mode do_bootstrap $args
 		) 2>&1 </dev/null
 			echo "status $?")
-		rc=${rc//$REPO\//}
+		rc=${rc//$t\/repo\//}
 		rc=${rc//$'\n'/ }
-		sc_same "bootstrap without python3: $args (setup $mode)" "$want" "$rc"
+		sc_same "bootstrap without python3: ${env:+$env }$args (setup $mode)" "$want" "$rc"
 	done <<'CASES'
-passes|setup|setup ran status 0
-passes|kunit --help|blkctx: python3 is not installed: tools/blkctx setup (as root) installs it status 2
-fails|test|blkctx: test: setup first, for the python3 that runs the rest setup ran total: 0 passed, 1 failed, 0 skipped blkctx: test: FAILED: setup status 1
-passes|demo|blkctx: demo: setup first, for the python3 that runs the rest setup ran blkctx: demo: FAILED: setup status 1
-installs|test|blkctx: test: setup first, for the python3 that runs the rest setup ran python3 ran tools/lib/cli.py test status 0
+passes||setup|setup ran in the bootstrap status 0
+passes||kunit --help|blkctx: python3 is not installed: tools/blkctx setup (as root) installs it status 2
+passes||test --help|blkctx: python3 is not installed: tools/blkctx setup (as root) installs it status 2
+fails||test|blkctx: test: setup first, for the python3 that runs the rest setup ran: setup total: 0 passed, 1 failed, 0 skipped blkctx: test: FAILED: setup status 1
+passes||demo|blkctx: demo: setup first, for the python3 that runs the rest setup ran: setup blkctx: demo: FAILED: setup status 1
+installs||test|blkctx: test: setup first, for the python3 that runs the rest setup ran: setup python3 ran tools/lib/cli.py test status 0
+installs|BLKCTX_STOP_SECONDS=x|test|blkctx: test: BLKCTX_STOP_SECONDS: whole seconds, more than 0 (not "x") status 2
 CASES
 }
 
