@@ -762,6 +762,15 @@ sc_resolve() {
 	sc_same "guest: an empty cached resolution is resolved again" "busybox 1:1.35.0-4 armhf" "$rc"
 }
 
+# sc_py_cli CODE ARGS...: python3 runs CODE with os, sys and tools/lib/cli.py
+# imported, ARGS in sys.argv[1:].
+sc_py_cli() {
+	local code=$1
+	shift
+	PYTHONPATH=$REPO/tools/lib python3 -B -c "import os, sys, cli
+$code" "$@"
+}
+
 # sc_cli ARGS...: tools/lib/cli.py's main on ARGS, with a git identity
 # (SC_SENDER; empty: none) and the command it would run printed instead of
 # run ("ran COMMAND ARGS", status 0); prints main's status, then its output.
@@ -775,14 +784,11 @@ sc_cli() {
 			export GIT_COMMITTER_NAME=${SC_SENDER% <*} GIT_COMMITTER_EMAIL=${GIT_COMMITTER_EMAIL%>}
 		fi
 		HOME=$SC_TMP/norepo GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 \
-			python3 -B -c 'import sys
-sys.path.insert(0, sys.argv[1])
-import cli
-cli.REPO = sys.argv[2]
+			sc_py_cli 'cli.REPO = sys.argv[1]
 def run(argv):
 	print("ran", *argv)
 	return 0
-sys.exit(cli.main(sys.argv[3:], run=run))' "$REPO/tools/lib" "$SC_TMP/norepo" "$@"
+sys.exit(cli.main(sys.argv[2:], run=run))' "$SC_TMP/norepo" "$@"
 	) >"$out" 2>&1 </dev/null || rc=$?
 	echo $rc
 	cat "$out"
@@ -794,10 +800,7 @@ sc_front_door() {
 	local c rc want args SC_SENDER="Mail Tester <tester@example.org>"
 	mkdir -p "$SC_TMP/full"
 	: >"$SC_TMP/full/0001-keep.patch"
-	for c in $(python3 -B -c 'import sys
-sys.path.insert(0, sys.argv[1])
-import cli
-print(*cli.COMMANDS)' "$REPO/tools/lib"); do
+	for c in $(sc_py_cli 'print(*cli.COMMANDS)'); do
 		rc=$(sc_cli "$c" --help)
 		rc=$(head -2 <<<"$rc" | cut -d' ' -f1-3 | tr '\n' ' ')
 		sc_same "front door: $c --help" "0 usage: tools/blkctx $c " "$rc"
@@ -872,39 +875,27 @@ CASES
 	mkdir -p "$SC_TMP/cli-lib"
 	printf '%s\n' 'echo "args $*"' 'sed -n "s/^SigIgn:[[:space:]]*//p" /proc/$$/status' \
 		>"$SC_TMP/cli-lib/blkctx.sh"
-	rc=$(python3 -B -c 'import os, sys
-sys.path.insert(0, sys.argv[1])
-import cli
-cli.LIB = sys.argv[2]
-cli.main(["kunit", "arm"])' "$REPO/tools/lib" "$SC_TMP/cli-lib" 2>&1)
+	rc=$(sc_py_cli 'cli.LIB = sys.argv[1]
+cli.main(["kunit", "arm"])' "$SC_TMP/cli-lib" 2>&1)
 	# bits 13 and 25 of the mask: SIGPIPE, SIGXFSZ
 	sc_same "front door: blkctx.sh runs with the arguments, SIGPIPE and SIGXFSZ not ignored" \
 		"args kunit arm; 0 0" \
 		"$(head -1 <<<"$rc"); $((0x$(sed -n 2p <<<"$rc") >> 12 & 1)) $((0x$(sed -n 2p <<<"$rc") >> 24 & 1))"
 	# a reader of help that stops early ends it as it ended bash: SIGPIPE,
 	# no traceback
-	rc=$(python3 -B -c 'import os, sys
-sys.path.insert(0, sys.argv[1])
-import cli
-r, w = os.pipe()
+	rc=$(sc_py_cli 'r, w = os.pipe()
 os.close(r)
 os.dup2(w, 1)
-sys.exit(cli.main(["help"]))' "$REPO/tools/lib" 2>&1
+sys.exit(cli.main(["help"]))' 2>&1
 		echo "status $?")
 	sc_same "front door: help into a closed pipe" "status 141" "$rc"
 	# every command of cli.py's table is one of blkctx.sh's, and no other
 	sc_same "front door: cli.py and blkctx.sh have the same commands" \
 		"$(declare -f main | sed -n 's/^[[:space:]]*\([a-z][a-z-]*\))$/\1/p' | grep -vx bootstrap | sort)" \
-		"$(python3 -B -c 'import sys
-sys.path.insert(0, sys.argv[1])
-import cli
-print(*cli.COMMANDS, sep="\n")' "$REPO/tools/lib" | sort)"
+		"$(sc_py_cli 'print(*cli.COMMANDS, sep="\n")' | sort)"
 	# one table of the architectures, read by both sides
 	sc_same "front door: cli.py and blkctx.sh know the same architectures" "$ARCHES" \
-		"$(python3 -B -c 'import sys
-sys.path.insert(0, sys.argv[1])
-import cli
-print(*cli.ARCHES)' "$REPO/tools/lib")"
+		"$(sc_py_cli 'print(*cli.ARCHES)')"
 }
 
 # Where python3 is not installed yet (tools/blkctx runs blkctx.sh's
