@@ -28,38 +28,43 @@ def read_arches():
 ARCHES = read_arches()
 ARCH_LIST = " ".join(ARCHES)
 
-# Every command: its name and what it does (the first line is its summary
-# in "help"). Its arguments: add_arguments below.
+# Every command: its name, what it does in one line (its summary in "help"),
+# then more if there is more. Its arguments: add_arguments below.
 COMMANDS = {
     "setup": "install every dependency from Debian's packages (needs root)",
-    "prepare": """make $BLKCTX_CACHE/linux: pristine 6.12 plus one commit per patch;
-it refuses to drop commits that are not exported (--force drops them)""",
+    "prepare": """make the kernel tree: pristine 6.12 plus one commit per patch
+in $BLKCTX_CACHE/linux; it refuses to drop commits that are not exported
+(--force drops them)""",
     "export": "write the tree's commits back into series/, kunit/, selftests/",
     "patches": "list the patch files in the order git am takes them",
     "reorder": "squash fixup! commits, order commits series, kunit, selftests",
     "kunit": f"run every KUnit suite with kunit.py (default: {ARCH_LIST})",
-    "selftests": f"""run the kselftests in QEMU guests on the KUnit kernel,
+    "selftests": f"""run the kselftests in QEMU guests on the KUnit kernel
 with the emulated card's contexts and without them (default: {ARCH_LIST})""",
     "checkpatch": "run checkpatch.pl --strict on every patch",
-    "build-each": """build the tree at every patch of the series (default: x86_64),
-with the KUnit config made afresh at each; --llvm builds with LLVM=1""",
+    "build-each": """build the tree at every patch of the series
+(default: x86_64), with the KUnit config made afresh at each; --llvm builds
+with LLVM=1""",
     "pahole": "compare struct bio and struct request sizes with the pristine tree",
     "warnings": "fail on W=1 or sparse warnings the series adds to files it touches",
-    "mail": """write the series as mail from you into DIR (new or empty): cover
-letter, To/Cc from get_maintainer.pl, your Signed-off-by after the stored one
-(your git user.name and user.email, or --from="Name <address>"); --reroll=N
-makes it vN, with a range-diff to vN-1 when that was mailed from this tree;
-then checks it with b4 am: every commit comes back as it is in the tree""",
+    "mail": """write the series as mail from you into DIR, checked with b4
+DIR is new or empty. The mail: a cover letter, To/Cc from get_maintainer.pl,
+your Signed-off-by after the stored one (your git user.name and user.email,
+or --from="Name <address>"); --reroll=N makes it vN, with a range-diff to
+vN-1 when that was mailed from this tree. The check: b4 am gives back every
+commit as it is in the tree""",
     "mail-check": "mail from a test sender into a temporary directory, and its check",
-    "test": """setup, prepare, selfcheck, then every test on every architecture;
-ends with a line "total: N passed, N failed, N skipped" and writes the
-same results, step by step, as JSON in the cache's build/test-results.json""",
-    "demo": """setup, prepare, then boot the patched kernel and show which
-context each file's writes landed in""",
+    "test": """every test on every architecture, with one closing total
+setup, prepare, selfcheck, then every test; ends with a line "total: N
+passed, N failed, N skipped" and writes the same results, step by step, as
+JSON in the cache's build/test-results.json""",
+    "demo": """boot the patched kernel: which context each file's writes landed in
+setup and prepare first""",
     "bench": "the context policy benchmark: tables, plots and parameters in one results file",
-    "bench-check": """a short benchmark run (db; none and inode; one seed) that checks
-that each run starts from a new card and that replaying the card's log gives
-its counts exactly; prints the runs with their limit""",
+    "bench-check": """a short benchmark run: a new card per run, the replay exact
+db; none and inode; one seed. Checks that each run starts from a new card
+and that replaying the card's log gives its counts exactly; prints the runs
+with their limit""",
     "selfcheck": "shellcheck and canned-input tests of the tools themselves (seconds)",
 }
 
@@ -191,18 +196,21 @@ def add_arguments(command, parser):
                             help="drop commits of the tree that are not exported")
         return lambda args: ["--force"] if args.force else []
     if command in ("kunit", "selftests", "pahole", "warnings"):
-        parser.add_argument("arch", nargs="*", type=architecture, metavar="ARCH")
+        parser.add_argument("arch", nargs="*", type=architecture, metavar="ARCH",
+                            help="%s (default: all of them)" % ARCH_LIST)
         return lambda args: args.arch
     if command == "build-each":
         parser.add_argument("--llvm", action="store_true", help="build with LLVM=1")
-        parser.add_argument("arch", nargs="?", type=architecture, metavar="ARCH")
+        parser.add_argument("arch", nargs="?", type=architecture, metavar="ARCH",
+                            help="%s (default: x86_64)" % ARCH_LIST)
         return lambda args: (["--llvm"] if args.llvm else []) + ([args.arch] if args.arch else [])
     if command == "mail":
         parser.add_argument("--reroll", type=reroll, default=1, metavar="N",
                             help="version N of the series (1 to 99)")
         parser.add_argument("--from", dest="sender", type=sender_argument, metavar="IDENT",
                             help='"Name <address>" [your git identity]')
-        parser.add_argument("dir", type=mail_directory, metavar="DIR")
+        parser.add_argument("dir", type=mail_directory, metavar="DIR",
+                            help="where the mail goes: a new or empty directory")
         return lambda args: (["--reroll=%d" % args.reroll] if args.reroll > 1 else []) + \
             ["--from=" + args.sender, args.dir]
     return lambda args: []
@@ -222,7 +230,12 @@ def usage():
     for command, text in COMMANDS.items():
         parser, _ = command_parser(command)
         arguments = parser.format_usage().split(command, 1)[1].replace("[-h]", "").split()
-        lines.append("  %-22s %s" % (" ".join([command] + arguments), text.split("\n")[0]))
+        call = " ".join([command] + arguments)
+        summary = text.split("\n")[0]
+        if len(call) > 22:
+            lines += ["  " + call, "  %-22s %s" % ("", summary)]
+        else:
+            lines.append("  %-22s %s" % (call, summary))
     return "\n".join(lines + ["", environment_help()])
 
 
