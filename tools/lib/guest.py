@@ -183,13 +183,19 @@ def judge(arch, log, status, tree, timeout, sentinel):
         say(where + "ran no test")
         failed += 1
     # whatever the tests said, a report of the kernel's detectors fails it
-    reports = kernel_reports(lines)
-    if reports:
-        say(where + "the kernel reported errors (see %s):" % log)
-        for line in reports:
-            print("    " + line, file=sys.stderr)
-        failed += 1
+    failed += say_reports(where, log, kernel_reports(lines))
     return passed, failed, skipped
+
+
+def say_reports(where, log, reports):
+    """Say REPORTS of the kernel's detectors in LOG, if any; they are one
+    failure (returned)."""
+    if not reports:
+        return 0
+    say(where + "the kernel reported errors (see %s):" % log)
+    for line in reports:
+        print("    " + line, file=sys.stderr)
+    return 1
 
 
 def seconds(text):

@@ -496,7 +496,7 @@ guest_initramfs() {
 # the guest was stopped after $GUEST_TIMEOUT seconds.
 guest_boot() {
 	local arch=$1 kernel=$2 initrd=$3 log=$4 rc=0
-	# a task blocked for a minute is a hang the console shows (kernel_reports)
+	# a task blocked for a minute is a hang the console shows (guest.py judge)
 	local append="kunit.enable=0 panic=-1 sysctl.kernel.hung_task_timeout_secs=60"
 	# eMMC contexts are opt-in: the guests turn them on unless told not to
 	append+=" mmc_core.contexts=${BLKCTX_GUEST_CONTEXTS:-1}"
@@ -526,15 +526,6 @@ guest_check_kconfig() {
 		done <"$f/config"
 	done
 	echo "${missing# }"
-}
-
-# kernel_reports LOG [ALLOWED]: the first line of every report of the
-# kernel's error detectors in a console log (tools/lib/guest.py reports),
-# minus those that match the regular expression ALLOWED. A missing log has
-# none; one that cannot be read is a report.
-kernel_reports() {
-	python3 -B "$REPO/tools/lib/guest.py" reports "$1" ${2:+--allow "$2"} ||
-		echo "tools/lib/guest.py could not read $1"
 }
 
 # guest_judge ARCH LOG STATUS: count the console LOG of a boot that qemu

@@ -51,11 +51,12 @@ kunit_config() {
 	cp "$config" "$file"
 }
 
-# kunit_counts JSON STATUS: count the results kunit.py wrote in JSON
-# (--json=FILE) and exited with STATUS (tools/lib/kunit_results.py says
-# how). Prints "passed failed skipped", then "FAIL what" per failure.
+# kunit_counts ARCH JSON STATUS [--log TEST_LOG --allow PATTERN]: count
+# and judge what kunit.py wrote in JSON (--json=FILE) and exited with
+# STATUS (tools/lib/kunit_results.py says how). Prints "passed failed
+# skipped", says each failure on standard error.
 kunit_counts() {
-	python3 -B "$REPO/tools/lib/kunit_results.py" "$1" "$2"
+	python3 -B "$REPO/tools/lib/kunit_results.py" "$@"
 }
 
 # The WARN_ON_ONCE() of submit_bio_noacct() for a read that carries a stream,
@@ -69,24 +70,17 @@ KUNIT_SKIPPED=0
 # Run every suite on one architecture and add its counts to the totals.
 kunit_arch() {
 	local arch=$1
-	local log=$BUILD/kunit-$arch.log json=$BUILD/kunit-$arch.json rc=0 counts p f s reports
+	local log=$BUILD/kunit-$arch.log json=$BUILD/kunit-$arch.json rc=0 p f s
 	say "kunit: $arch (log: $log)"
 	mkdir -p "$BUILD"
 	rm -f "$json"
 	kunit_py "$arch" run --json="$json" 2>&1 | tee "$log" || rc=$?
-	counts=$(kunit_counts "$json" "$rc")
-	read -r p f s <<<"$(head -1 <<<"$counts")"
-	# no counts at all: the counting failed
-	[ -n "$s" ] || { p=0 f=1 s=0; }
-	tail -n +2 <<<"$counts" | sed "s/^FAIL /kunit: $arch: FAILED /" >&2
 	# a report of the kernel's detectors fails the run, but for the one WARN
 	# that blk_write_stream_limits provokes on purpose (a read with a stream)
-	reports=$(kernel_reports "$BUILD/kunit-$arch/test.log" "$KUNIT_EXPECTED_WARN")
-	if [ -n "$reports" ]; then
-		say "kunit: $arch: the kernel reported errors (see $BUILD/kunit-$arch/test.log):"
-		echo "    ${reports//$'\n'/$'\n'    }" >&2
-		f=$((f + 1))
-	fi
+	read -r p f s <<<"$(kunit_counts "$arch" "$json" "$rc" \
+		--log "$BUILD/kunit-$arch/test.log" --allow "$KUNIT_EXPECTED_WARN")"
+	# no counts at all: the counting failed
+	[ -n "$s" ] || { p=0 f=1 s=0; }
 	echo "kunit: $arch: $p passed, $f failed, $s skipped"
 	KUNIT_PASSED=$((KUNIT_PASSED + p))
 	KUNIT_FAILED=$((KUNIT_FAILED + f))

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Count the results kunit.py wrote as JSON (--json=FILE) for a run that
-exited with STATUS.
+"""Count the results kunit.py wrote as JSON (--json=FILE) for a run on ARCH
+that exited with STATUS, and judge the run.
 
 A crashed case ("ERROR") counts as failed, and so does a run with no case,
 no JSON (the build failed), every case skipped, or a failing status that no
-case explains (kunit.py's parse errors).  Prints "passed failed skipped",
-then "FAIL what" for each failure.
+case explains (kunit.py's parse errors); with --log, a report of the
+kernel's error detectors in the kernel's console (kunit.py's test.log) is
+one failure more, but for those --allow matches.  Prints "passed failed
+skipped"; says each failure on standard error.
 """
 
 import argparse
@@ -14,6 +16,9 @@ import json
 import sys
 
 sys.dont_write_bytecode = True
+
+# after the line above: guest.py imports nothing that writes bytecode
+import guest  # noqa: E402
 
 
 class Counts:
@@ -70,13 +75,26 @@ def count(path, status):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("arch", help="the architecture, for the messages")
     parser.add_argument("json", help="the file kunit.py --json= wrote")
     parser.add_argument("status", type=int, help="kunit.py's exit status")
+    parser.add_argument("--log", help="the kernel's console: kunit.py's test.log")
+    parser.add_argument("--allow", help="a regular expression of reports that are expected")
     opts = parser.parse_args()
     counts = count(opts.json, opts.status)
-    print(counts.passed, counts.failed, counts.skipped)
     for what in counts.failures:
-        print("FAIL", what)
+        print("kunit: %s: FAILED %s" % (opts.arch, what), file=sys.stderr)
+    if opts.log:
+        try:
+            lines = guest.read_lines(opts.log)
+        except OSError as e:
+            print("kunit: %s: FAILED cannot read %s: %s" % (opts.arch, opts.log, e.strerror),
+                  file=sys.stderr)
+            counts.failed += 1
+            lines = []
+        counts.failed += guest.say_reports("kunit: %s: " % opts.arch, opts.log,
+                                           guest.kernel_reports(lines, opts.allow))
+    print(counts.passed, counts.failed, counts.skipped)
     return 0
 
 
