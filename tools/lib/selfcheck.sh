@@ -111,21 +111,33 @@ CASES
 	# the KUnit step for one architecture, with kunit.py's JSON and console
 	# from tools/selfcheck/: the expected WARN passes, another fails the run
 	head -3 "$d/kunit-warn.log" >"$SC_TMP/kunit-expected-warn.log"
-	while read -r name want; do
-		sc_same "kunit step: kunit.py passes, test.log ${name##*/}" "$want" "$( (
+	# kunit.py's status|test.log|what kunit_results.py does ("-": its own)|
+	# the last line, the step's status and what it reported to test
+	while IFS='|' read -r status name counter want; do
+		sc_same "kunit step: kunit.py status $status, test.log ${name##*/}, counts $counter" \
+			"$want" "$( (
 			BUILD=$SC_TMP/kunit-step
 			mkdir -p "$BUILD/kunit-x86_64"
 			kunit_py() {
 				cp "$d/kunit-pass.json" "${3#--json=}"
 				cp "$name" "$BUILD/kunit-x86_64/test.log"
+				return "$status"
 			}
-			report_counts() { :; }
-			out=$(kunit_arch x86_64 2>/dev/null) && rc=0 || rc=$?
-			echo "$(tail -1 <<<"$out"), status $rc"))"
+			[ "$counter" = - ] || kunit_counts() { $counter; }
+			report_counts() { reported="$*"; }
+			out=$(
+				rc=0
+				kunit_arch x86_64 2>/dev/null || rc=$?
+				echo "$reported"
+				exit $rc
+			) && rc=0 || rc=$?
+			echo "$(tail -2 <<<"$out" | head -1), status $rc, reported $(tail -1 <<<"$out")"))"
 	done <<CASES
-$d/guest-pass.log kunit: x86_64: 2 passed, 0 failed, 0 skipped, status 0
-$SC_TMP/kunit-expected-warn.log kunit: x86_64: 2 passed, 0 failed, 0 skipped, status 0
-$d/kunit-warn.log kunit: x86_64: 2 passed, 1 failed, 0 skipped, status 1
+0|$d/guest-pass.log|-|kunit: x86_64: 2 passed, 0 failed, 0 skipped, status 0, reported kunit-x86_64 2 0 0
+0|$SC_TMP/kunit-expected-warn.log|-|kunit: x86_64: 2 passed, 0 failed, 0 skipped, status 0, reported kunit-x86_64 2 0 0
+0|$d/kunit-warn.log|-|kunit: x86_64: 2 passed, 1 failed, 0 skipped, status 1, reported kunit-x86_64 2 1 0
+1|$d/guest-pass.log|-|kunit: x86_64: 2 passed, 1 failed, 0 skipped, status 1, reported kunit-x86_64 2 1 0
+0|$d/guest-pass.log|true|kunit: x86_64: 0 passed, 1 failed, 0 skipped, status 1, reported kunit-x86_64 0 1 0
 CASES
 }
 
@@ -484,7 +496,7 @@ sc_test_interrupt() {
 		out=$(sc_signal_outcome "$t" step)
 		sc_same "interrupt: SIG$sig ends test and its running step at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
-		sc_signal_run "$t" "$sig" "TMPDIR='$t/tmp' SC_FAKE=hang exec python3 \
+		sc_signal_run "$t" "$sig" "TMPDIR='$t/tmp' SC_FAKE=hang exec python3 -B \
 			'$REPO/tools/lib/runner.py' --blkctx '$SC_TMP/fake' --json '$t/r.json'"
 		out=$(sc_signal_outcome "$t" step)
 		[ -z "$(ls -A "$t/tmp")" ] || out="$out, left $(ls -A "$t/tmp")"
@@ -492,12 +504,12 @@ sc_test_interrupt() {
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
 	done
 	# what cannot be run or written fails the run, with the closing line
-	out=$(python3 "$REPO/tools/lib/runner.py" --blkctx "$t/none" --json "$t/r.json" 2>&1
+	out=$(python3 -B "$REPO/tools/lib/runner.py" --blkctx "$t/none" --json "$t/r.json" 2>&1
 		echo "status $?")
 	sc_same "test: a step that cannot be run fails, with the closing line" \
 		"total: 0 passed, 1 failed, 0 skipped status 1" \
 		"$(grep -E '^(total|status)' <<<"$out" | paste -sd ' ')"
-	out=$(SC_FAKE=pass python3 "$REPO/tools/lib/runner.py" --blkctx "$SC_TMP/fake" \
+	out=$(SC_FAKE=pass python3 -B "$REPO/tools/lib/runner.py" --blkctx "$SC_TMP/fake" \
 		--json "$SC_TMP/fake/r.json" 2>&1
 		echo "status $?")
 	sc_same "test: JSON that cannot be written fails the run, with the closing line" \
@@ -925,6 +937,11 @@ sys.exit(cli.main(["help"]))' 2>&1
 	sc_same "front door: cli.py and blkctx.sh have the same commands" \
 		"$(declare -f main | sed -n 's/^[[:space:]]*\([a-z][a-z-]*\))$/\1/p' | grep -vx bootstrap | sort)" \
 		"$(sc_py_cli 'print(*cli.COMMANDS, sep="\n")' | sort)"
+	# tools/blkctx itself, called by its path or from tools/ by its name
+	sc_same "front door: tools/blkctx help, by path and by name" \
+		"usage: tools/blkctx COMMAND [ARGS]   (tools/blkctx COMMAND --help)
+usage: tools/blkctx COMMAND [ARGS]   (tools/blkctx COMMAND --help)" \
+		"$("$REPO/tools/blkctx" help | head -1; cd "$REPO/tools" && bash blkctx help | head -1)"
 	# one table of the architectures, read by both sides
 	sc_same "front door: cli.py and blkctx.sh know the same architectures" "$ARCHES" \
 		"$(sc_py_cli 'print(*cli.ARCHES)')"
@@ -969,6 +986,8 @@ fails||test|blkctx: test: setup first, for the python3 that runs the rest setup 
 passes||demo|blkctx: demo: setup first, for the python3 that runs the rest setup ran: setup blkctx: demo: FAILED: setup status 1
 installs||test|blkctx: test: setup first, for the python3 that runs the rest setup ran: setup python3 ran tools/lib/cli.py test status 0
 installs|BLKCTX_STOP_SECONDS=x|test|blkctx: test: BLKCTX_STOP_SECONDS: whole seconds, more than 0 (not "x") status 2
+installs|BLKCTX_GUEST_TIMEOUT=15m|demo|blkctx: demo: BLKCTX_GUEST_TIMEOUT: whole seconds, more than 0 (not "15m") status 2
+installs|BLKCTX_PROGRESS_SECONDS=0|test|blkctx: test: BLKCTX_PROGRESS_SECONDS: whole seconds, more than 0 (not "0") status 2
 CASES
 }
 
