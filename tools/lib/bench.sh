@@ -150,8 +150,9 @@ bench_pristine_kernel() {
 	cp "$BUILD/kunit-x86_64/.config" "$out/.config"
 	log=$out/build.log
 	: >"$log"
-	TREE=$wt with_progress "bench: pristine build" "objects_since $out $out/.config" "$log" \
-		arch_make x86_64 O="$out" CC="ccache gcc" olddefconfig bzImage -j"$JOBS" ||
+	TREE=$wt arch_make_cmd x86_64
+	with_progress "bench: pristine build" "$out" "$out/.config" "$log" \
+		"${ARCH_MAKE[@]}" O="$out" CC="ccache gcc" olddefconfig bzImage -j"$JOBS" ||
 		{ tail -20 "$log" >&2; die "bench: the pristine kernel does not build"; }
 	echo "$stamp" >"$out/.blkctx-built"
 }

@@ -53,44 +53,18 @@ report_counts() {
 	[ -z "${BLKCTX_RESULTS:-}" ] || echo "$*" >>"$BLKCTX_RESULTS"
 }
 
-# with_progress WHAT DETAIL LOG CMD...: run CMD, its output appended to LOG
-# ("-": where it goes anyway), and while it runs say every minute
-# (BLKCTX_PROGRESS_SECONDS) how long WHAT has been running and how far it
-# is: the output of DETAIL (a command and its words, run each time).
+# with_progress WHAT OBJECTS SINCE LOG CMD...: run CMD (a program, not a
+# function), its output appended to LOG ("-": where it goes anyway), and
+# while it runs say every minute (BLKCTX_PROGRESS_SECONDS) how long WHAT has
+# been running and, with a directory OBJECTS, how many objects were built
+# under it after the file SINCE was made (tools/lib/procs.py run).
 with_progress() {
-	local what=$1 detail=$2 log=$3 every=${BLKCTX_PROGRESS_SECONDS:-60} rc=0
-	local ticks ticker
-	shift 3
-	# The ticker ends when the write end of its pipe closes, not on a
-	# signal, which can come before its trap is set or between a sleep's
-	# start and $! (a wait for a ticker that missed its TERM hung once).
-	# read -t is a builtin: nothing of the ticker's holds a caller's file
-	# (a guest's lock) after it.
-	exec {ticks}> >(
-		trap - EXIT INT TERM
-		start=$(date +%s)
-		while :; do
-			read -r -t "$every" _ && continue
-			[ $? -gt 128 ] || exit 0
-			now=$(date +%s)
-			# shellcheck disable=SC2086
-			say "$what: running for $(((now - start) / 60)) min $(((now - start) % 60)) s${detail:+; $($detail 2>/dev/null)}"
-		done
-	)
-	ticker=$!
-	if [ "$log" = - ]; then
-		run_child "$@" {ticks}>&- || rc=$?
-	else
-		run_child "$@" {ticks}>&- >>"$log" 2>&1 || rc=$?
-	fi
-	exec {ticks}>&-
-	wait "$ticker" 2>/dev/null || true
-	return $rc
-}
-
-# progress detail: objects built under a build directory since a time
-objects_since() {
-	echo "$(find "$1" -name '*.o' -newer "$2" 2>/dev/null | wc -l) objects compiled"
+	local what=$1 objects=$2 since=$3 log=$4
+	local -a opts=(--what "$what")
+	shift 4
+	[ -z "$objects" ] || opts+=(--objects "$objects" --since "$since")
+	[ "$log" = - ] || opts+=(--log "$log")
+	run_child python3 -B "$REPO/tools/lib/procs.py" run "${opts[@]}" -- "$@"
 }
 
 # Paths removed on every exit (cleanup_add PATH...). A subshell does not

@@ -18,17 +18,15 @@ a guest that crashed or hung.
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 
-from procs import SIGNALS, Interrupted, say, stop
+import procs
+from procs import SIGNALS, TIMEOUT_STATUS, Interrupted, say
 import qemu_params
 
 sys.dont_write_bytecode = True
 
-TIMEOUT_STATUS = 124
 # kunit_parser can loop on a plan it cannot meet
 KTAP_SECONDS = 120
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,40 +91,11 @@ def boot(cmd, log, timeout, what, every=60):
     """Run CMD with its output in LOG for at most TIMEOUT seconds; its status,
     TIMEOUT_STATUS when it was stopped then, 127 when it could not start."""
     os.makedirs(os.path.dirname(log) or ".", exist_ok=True)
-    proc = None
-    try:
-        with open(log, "w") as out:
-            out.write("# " + " ".join(cmd) + "\n")
-            out.flush()
-            # a signal while it starts must not leave it running unseen
-            with SIGNALS.deferred():
-                try:
-                    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
-                except OSError as e:
-                    say("%s: cannot run %s: %s" % (what, cmd[0], e))
-                    return 127
-        start = time.monotonic()
-        while True:
-            left = timeout - (time.monotonic() - start)
-            if left <= 0:
-                # a signal now waits for the stop, which KILLs what TERM leaves
-                with SIGNALS.deferred():
-                    stop(proc, signal.SIGTERM, what)
-                return TIMEOUT_STATUS
-            try:
-                status = proc.wait(timeout=min(every, left))
-                return 128 - status if status < 0 else status
-            except subprocess.TimeoutExpired:
-                pass
-            ran = int(time.monotonic() - start)
-            if ran < timeout:
-                say("%s: running for %d min %d s; %s" % (what, ran // 60, ran % 60,
-                                                           so_far(read_lines(log))))
-    finally:
-        # interrupted: later signals are ignored while QEMU is stopped
-        if proc and proc.poll() is None:
-            stop(proc, SIGNALS.got or signal.SIGTERM, what)
+    with open(log, "w") as out:
+        out.write("# " + " ".join(cmd) + "\n")
+        out.flush()
+        return procs.run(cmd, what, every, out=out, timeout=timeout,
+                         detail=lambda: so_far(read_lines(log)))
 
 
 def ktap_counts(tree, log, finished):

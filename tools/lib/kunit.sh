@@ -10,9 +10,6 @@ kunit_args() {
 	[ -z "${arch_cc[$arch]}" ] || echo --cross_compile="${arch_cc[$arch]}"
 }
 
-kunit_in_tree() {
-	(cd "$TREE" && python3 tools/testing/kunit/kunit.py "$@")
-}
 
 kunit_py() {
 	local arch=$1 sub=$2 stamp=$BUILD/kunit-$1/.blkctx-tree state rc=0
@@ -29,8 +26,8 @@ kunit_py() {
 	esac
 	touch "$BUILD/kunit-$arch/.blkctx-started"
 	# shellcheck disable=SC2046
-	with_progress "kunit $sub $arch" "objects_since $BUILD/kunit-$arch $BUILD/kunit-$arch/.blkctx-started" - \
-		kunit_in_tree "$sub" $(kunit_args "$arch") "${jobs[@]}" \
+	with_progress "kunit $sub $arch" "$BUILD/kunit-$arch" "$BUILD/kunit-$arch/.blkctx-started" - \
+		env -C "$TREE" python3 tools/testing/kunit/kunit.py "$sub" $(kunit_args "$arch") "${jobs[@]}" \
 		--make_options "CC=ccache ${arch_cc[$arch]}gcc" "$@" || rc=$?
 	# run fails when a case fails, after building and booting the kernel
 	if { [ "$sub" = build ] && [ $rc -eq 0 ]; } ||

@@ -1,13 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0
 """Children that an interrupt stops: the signal handling that runner.py
-and guest.py share."""
+and guest.py share, and a long command run with a progress line a minute
+(guest.py's boots; "procs.py run" for the builds of tools/lib/*.sh)."""
 
+import argparse
 import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
+
+sys.dont_write_bytecode = True
+
+TIMEOUT_STATUS = 124
 
 
 def stop_seconds():
@@ -125,3 +132,103 @@ def stop(proc, signum, what):
             signal_tree(proc, signal.SIGKILL, signal.SIGKILL)
             proc.wait()
             say("%s did not stop; killed it" % what)
+
+
+def progress_seconds():
+    """Seconds between progress lines: BLKCTX_PROGRESS_SECONDS or 60."""
+    value = os.environ.get("BLKCTX_PROGRESS_SECONDS") or "60"
+    return int(value) if re.fullmatch("[1-9][0-9]*", value) else 60
+
+
+def objects_since(directory, since):
+    """How many objects under DIRECTORY are newer than the file SINCE."""
+    try:
+        start = os.stat(since).st_mtime
+    except OSError:
+        start = 0
+    count = 0
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            if name.endswith(".o"):
+                try:
+                    count += os.stat(os.path.join(root, name)).st_mtime > start
+                except OSError:
+                    pass
+    return "%d objects compiled" % count
+
+
+def run(cmd, what, every, out=None, detail=None, timeout=None, cwd=None):
+    """Run CMD in a session of its own, its output to the file OUT (or
+    ours), and say every EVERY seconds how long WHAT has run, with DETAIL()
+    if given. Its status (128 + N for a signal N), TIMEOUT_STATUS when
+    TIMEOUT seconds passed and it was stopped, 127 when it could not start.
+    An interrupt (Interrupted) stops it before it propagates."""
+    proc = None
+    try:
+        # a signal while it starts must not leave it running unseen
+        with SIGNALS.deferred():
+            try:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=subprocess.STDOUT if out else None,
+                                        start_new_session=True, cwd=cwd)
+            except OSError as e:
+                say("%s: cannot run %s: %s" % (what, cmd[0], e))
+                return 127
+        start = time.monotonic()
+        while True:
+            wait = every
+            if timeout is not None:
+                left = timeout - (time.monotonic() - start)
+                if left <= 0:
+                    # a signal now waits for the stop, which KILLs what TERM leaves
+                    with SIGNALS.deferred():
+                        stop(proc, signal.SIGTERM, what)
+                    return TIMEOUT_STATUS
+                wait = min(every, left)
+            try:
+                status = proc.wait(timeout=wait)
+                return 128 - status if status < 0 else status
+            except subprocess.TimeoutExpired:
+                pass
+            ran = int(time.monotonic() - start)
+            if timeout is None or ran < timeout:
+                extra = detail() if detail else ""
+                say("%s: running for %d min %d s%s" % (what, ran // 60, ran % 60,
+                                                       "; " + extra if extra else ""))
+    finally:
+        # interrupted: later signals are ignored while it is stopped
+        if proc and proc.poll() is None:
+            stop(proc, SIGNALS.got or signal.SIGTERM, what)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="run a command with a progress line a minute; exits with its status")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run a command, saying how long it has run")
+    p.add_argument("--what", required=True, help="what the progress lines name")
+    p.add_argument("--log", help="append the command's output to this file [ours]")
+    p.add_argument("--objects", metavar="DIR", help="count the objects built under DIR")
+    p.add_argument("--since", metavar="FILE", help="... newer than FILE")
+    p.add_argument("--cwd", help="the command's directory")
+    p.add_argument("cmd", nargs="+", help="the command and its arguments")
+    opts = parser.parse_args()
+    detail = None
+    if opts.objects:
+        def detail():
+            return objects_since(opts.objects, opts.since or opts.objects)
+    SIGNALS.install()
+    try:
+        if not opts.log:
+            return run(opts.cmd, opts.what, progress_seconds(), detail=detail, cwd=opts.cwd)
+        with open(opts.log, "a") as out:
+            return run(opts.cmd, opts.what, progress_seconds(), out=out, detail=detail,
+                       cwd=opts.cwd)
+    except Interrupted as e:
+        return 128 + e.signum
+    finally:
+        SIGNALS.ignoring = True
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -305,13 +305,17 @@ time.sleep(30)
 	done
 }
 
-# with_progress: a line a tick while the command runs, none after it; the
-# command's output in its log and its status kept; the details of a guest.
+# with_progress: a line a tick while the command runs, none after it, with
+# the objects built since a file; the command's output in its log and its
+# status kept; the details of a guest.
 sc_progress() {
 	local d=$REPO/tools/selfcheck out=$SC_TMP/progress rc
-	rc=$( (BLKCTX_PROGRESS_SECONDS=1
-		with_progress "step" "echo far" "$out.log" sh -c 'echo made; sleep 2.5; exit 3' \
-			2>"$out.err"
+	rc=$( (export BLKCTX_PROGRESS_SECONDS=1
+		mkdir -p "$out.d"
+		touch -d '1 hour ago' "$out.d/since" "$out.d/old.o"
+		: >"$out.d/new.o"
+		with_progress "step" "$out.d" "$out.d/since" "$out.log" \
+			sh -c 'echo made; sleep 2.5; exit 3' 2>"$out.err"
 		echo $?
 		wc -l <"$out.err" >"$out.lines"
 		sleep 1.5) )
@@ -320,7 +324,7 @@ sc_progress() {
 	# a loaded machine may tick at 2 and 3 s instead of 1 and 2 s
 	rc=$(cat "$out.lines")
 	if [ "$rc" -ge 1 ] && [ "$rc" -le 3 ] && [ "$(wc -l <"$out.err")" -eq "$rc" ] &&
-		! grep -vx 'blkctx: step: running for 0 min [0-9] s; far' "$out.err" >/dev/null; then
+		! grep -vx 'blkctx: step: running for 0 min [0-9] s; 1 objects compiled' "$out.err" >/dev/null; then
 		sc_result "progress: a line a second while it runs, none after" 0
 	else
 		sc_result "progress: a line a second while it runs, none after" 1 \
@@ -333,10 +337,10 @@ sc_progress() {
 		"0 of ? tests done" "$(python3 -B "$REPO/tools/lib/guest.py" so-far /dev/null)"
 	# nothing the ticker started may hold the caller's files after it:
 	# a guest's lock would stay taken until its sleep ended
-	rc=$( (BLKCTX_PROGRESS_SECONDS=30
+	rc=$( (export BLKCTX_PROGRESS_SECONDS=30
 		exec {fd}>"$out.lock"
 		flock "$fd"
-		with_progress "step" "" - sleep 0.5
+		with_progress "step" "" "" - sleep 0.5
 		exec {fd}>&-
 		if flock -n "$out.lock" true; then echo free; else echo held; fi) )
 	sc_same "progress: the caller's lock is free once the command is done" free "$rc"
@@ -393,7 +397,7 @@ sc_interrupt() {
 	sc_signal_child "$t"
 	for sig in TERM INT; do
 		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/lib/blkctx.sh'
-			BLKCTX_PROGRESS_SECONDS=1 with_progress step '' - sh '$t/child'
+			BLKCTX_PROGRESS_SECONDS=1 with_progress step '' '' - sh '$t/child'
 			echo 'went on after the child'"
 		out=$(sc_signal_outcome "$t" child)
 		sc_same "interrupt: SIG$sig ends the command and its child's group at once" \
@@ -404,7 +408,7 @@ sc_interrupt() {
 	for sig in TERM INT; do
 		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/lib/blkctx.sh'
 			run_child bash -c \"set -m; . '$REPO/tools/lib/blkctx.sh'
-				BLKCTX_PROGRESS_SECONDS=1 with_progress step '' - sh '$t/child' | cat
+				BLKCTX_PROGRESS_SECONDS=1 with_progress step '' '' - sh '$t/child' | cat
 				echo 'the step went on'\"
 			echo 'went on after the step'"
 		out="status $SIG_RC"
@@ -531,20 +535,24 @@ sc_warnings() {
 	sc_same "warnings: make failing with no error line fails" 0 "$(warning_broken "$t/noerror.log" 2 >/dev/null; echo $?)"
 	sc_same "warnings: a compile error is compared, not a broken build" 1 "$(warning_broken "$t/error.log" 1 >/dev/null; echo $?)"
 	sc_same "warnings: a build that worked is compared" 1 "$(warning_broken "$t/noerror.log" 0 >/dev/null; echo $?)"
+	# a make that warns for each object it builds
+	cat >"$t/make" <<'EOF'
+tree=$1
+shift
+out=
+for a; do case $a in O=*) out=${a#O=} ;; esac; done
+for a; do
+	case $a in
+	*.o)
+		[ ! -f "$out/$a" ] || continue
+		echo "$tree/${a%.o}.c:3:1: warning: no previous prototype [-Wmissing-prototypes]"
+		: >"$out/$a"
+		;;
+	esac
+done
+EOF
 	rc=$( (
-		arch_make() {
-			local a out=
-			for a in "$@"; do case $a in O=*) out=${a#O=} ;; esac; done
-			for a in "$@"; do
-				case $a in
-				*.o)
-					[ ! -f "$out/$a" ] || continue
-					echo "$TREE/${a%.o}.c:3:1: warning: no previous prototype [-Wmissing-prototypes]"
-					: >"$out/$a"
-					;;
-				esac
-			done
-		}
+		arch_make_cmd() { ARCH_MAKE=(sh "$t/make" "$TREE"); }
 		warning_build x86_64 "$t/tree" "$t/out" "$t/1.log" block/bio.o
 		warning_build x86_64 "$t/tree" "$t/out" "$t/2.log" block/bio.o
 		warning_lines "$t/tree" "$t/2.log"

@@ -355,6 +355,14 @@ arch_make() {
 		${arch_cc[$arch]:+CROSS_COMPILE="${arch_cc[$arch]}"} "$@"
 }
 
+# arch_make_cmd ARCH: arch_make as a command line in ARCH_MAKE, for a
+# runner that takes programs (with_progress), not functions.
+arch_make_cmd() {
+	[ -n "${arch_linux[$1]:-}" ] || die "unknown architecture $1"
+	ARCH_MAKE=(make -s -C "$TREE" ARCH="${arch_linux[$1]}")
+	[ -z "${arch_cc[$1]}" ] || ARCH_MAKE+=(CROSS_COMPILE="${arch_cc[$1]}")
+}
+
 # kconfig_unmet WANT CONFIG TREE: the lines CONFIG_X=V of WANT (as in
 # kunitconfig) whose symbol the Kconfig files of the git tree TREE define,
 # but that the .config CONFIG does not have.
@@ -431,9 +439,9 @@ do_build_each() {
 		missing=$(kconfig_unmet "$out/kunit.want" "$out/.config" "$wt")
 		[ -z "$missing" ] ||
 			die "at patch $n ($subj) the config lacks ${missing//$'\n'/ }, which that commit's Kconfig has (a dependency added only by a later patch?)"
-		if ! TREE=$wt with_progress "build-each: $arch $n/$total" \
-			"objects_since $out $out/.config" "$out/build.log" \
-			arch_make "$arch" O="$out" "${mk[@]}" all -j"$JOBS"; then
+		TREE=$wt arch_make_cmd "$arch"
+		if ! with_progress "build-each: $arch $n/$total" "$out" "$out/.config" \
+			"$out/build.log" "${ARCH_MAKE[@]}" O="$out" "${mk[@]}" all -j"$JOBS"; then
 			tail -30 "$out/build.log" >&2
 			die "build failed at patch $n: $subj"
 		fi
@@ -463,9 +471,10 @@ pahole_build() {
 	[ $fresh -eq 0 ] || return 0
 	mv "$out/.config.want" "$out/.config"
 	: >"$out/build.log"
+	TREE=$tree arch_make_cmd "$arch"
 	# shellcheck disable=SC2086 # a list of objects
-	TREE=$tree with_progress "pahole: $arch build" "objects_since $out $out/.config" \
-		"$out/build.log" arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
+	with_progress "pahole: $arch build" "$out" "$out/.config" "$out/build.log" \
+		"${ARCH_MAKE[@]}" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
 		KCFLAGS=-g olddefconfig prepare $PAHOLE_OBJECTS -j"$JOBS" ||
 		{ tail -20 "$out/build.log" >&2; die "pahole: build in $tree failed"; }
 	echo "$stamp" >"$out/.blkctx-built"
@@ -532,8 +541,9 @@ warning_build() {
 		rm -f "$out/$o"
 	done
 	# -k: one object that fails must not hide the others' warnings
-	TREE=$tree with_progress "warnings: $arch build" "" "$log" \
-		arch_make "$arch" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
+	TREE=$tree arch_make_cmd "$arch"
+	with_progress "warnings: $arch build" "" "" "$log" \
+		"${ARCH_MAKE[@]}" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
 		KCFLAGS=-g W=1 C=2 CHECK="sparse" -k "${objs[@]}" -j"$JOBS" || rc=$?
 	return $rc
 }
