@@ -141,11 +141,12 @@ def progress_seconds():
 
 
 def objects_since(directory, since):
-    """How many objects under DIRECTORY are newer than the file SINCE."""
+    """How many objects under DIRECTORY are newer than the file SINCE
+    (nothing to say without SINCE)."""
     try:
         start = os.stat(since).st_mtime
     except OSError:
-        start = 0
+        return ""
     count = 0
     for root, _dirs, files in os.walk(directory):
         for name in files:
@@ -157,7 +158,7 @@ def objects_since(directory, since):
     return "%d objects compiled" % count
 
 
-def run(cmd, what, every, out=None, detail=None, timeout=None, cwd=None):
+def run(cmd, what, every, out=None, detail=None, timeout=None):
     """Run CMD in a session of its own, its output to the file OUT (or
     ours), and say every EVERY seconds how long WHAT has run, with DETAIL()
     if given. Its status (128 + N for a signal N), TIMEOUT_STATUS when
@@ -170,11 +171,15 @@ def run(cmd, what, every, out=None, detail=None, timeout=None, cwd=None):
             try:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT if out else None,
-                                        start_new_session=True, cwd=cwd)
+                                        start_new_session=True)
             except OSError as e:
-                say("%s: cannot run %s: %s" % (what, cmd[0], e))
+                why = "%s: cannot run %s: %s" % (what, cmd[0], e.strerror)
+                say(why)
+                if out:
+                    out.write(why + "\n")
                 return 127
         start = time.monotonic()
+        every = max(every, 1)
         while True:
             wait = every
             if timeout is not None:
@@ -210,7 +215,6 @@ def main():
     p.add_argument("--log", help="append the command's output to this file [ours]")
     p.add_argument("--objects", metavar="DIR", help="count the objects built under DIR")
     p.add_argument("--since", metavar="FILE", help="... newer than FILE")
-    p.add_argument("--cwd", help="the command's directory")
     p.add_argument("cmd", nargs="+", help="the command and its arguments")
     opts = parser.parse_args()
     detail = None
@@ -220,10 +224,9 @@ def main():
     SIGNALS.install()
     try:
         if not opts.log:
-            return run(opts.cmd, opts.what, progress_seconds(), detail=detail, cwd=opts.cwd)
+            return run(opts.cmd, opts.what, progress_seconds(), detail=detail)
         with open(opts.log, "a") as out:
-            return run(opts.cmd, opts.what, progress_seconds(), out=out, detail=detail,
-                       cwd=opts.cwd)
+            return run(opts.cmd, opts.what, progress_seconds(), out=out, detail=detail)
     except Interrupted as e:
         return 128 + e.signum
     finally:

@@ -344,6 +344,20 @@ sc_progress() {
 		exec {fd}>&-
 		if flock -n "$out.lock" true; then echo free; else echo held; fi) )
 	sc_same "progress: the caller's lock is free once the command is done" free "$rc"
+	rc=$( (with_progress "step" "" "" "$out.missing" "$SC_TMP/no-such-program" 2>/dev/null
+		echo "status $?, log: $(cat "$out.missing")") )
+	sc_same "progress: a program that cannot run" \
+		"status 127, log: step: cannot run $SC_TMP/no-such-program: No such file or directory" "$rc"
+	# the builds' make: arch_make_cmd's command line is arch_make's
+	mkdir -p "$SC_TMP/make-bin"
+	printf '#!/bin/sh\necho "make $*"\n' >"$SC_TMP/make-bin/make"
+	chmod +x "$SC_TMP/make-bin/make"
+	for rc in $ARCHES; do
+		sc_same "progress: arch_make_cmd runs what arch_make runs ($rc)" \
+			"$(PATH=$SC_TMP/make-bin:$PATH TREE=/t arch_make "$rc" O=/o all)" \
+			"$(TREE=/t arch_make_cmd "$rc"
+				PATH=$SC_TMP/make-bin:$PATH with_progress x "" "" - "${ARCH_MAKE[@]}" O=/o all)"
+	done
 }
 
 # sc_signal_child DIR: DIR/child, a grandchild in the foreground of its
