@@ -348,16 +348,19 @@ sc_progress() {
 		echo "status $?, log: $(cat "$out.missing")") )
 	sc_same "progress: a program that cannot run" \
 		"status 127, log: step: cannot run $SC_TMP/no-such-program: No such file or directory" "$rc"
-	# the builds' make: arch_make_cmd's command line is arch_make's
+	# the builds' make, run directly and through with_progress
 	mkdir -p "$SC_TMP/make-bin"
 	printf '#!/bin/sh\necho "make $*"\n' >"$SC_TMP/make-bin/make"
 	chmod +x "$SC_TMP/make-bin/make"
-	for rc in $ARCHES; do
-		sc_same "progress: arch_make_cmd runs what arch_make runs ($rc)" \
-			"$(PATH=$SC_TMP/make-bin:$PATH TREE=/t arch_make "$rc" O=/o all)" \
-			"$(TREE=/t arch_make_cmd "$rc"
-				PATH=$SC_TMP/make-bin:$PATH with_progress x "" "" - "${ARCH_MAKE[@]}" O=/o all)"
-	done
+	while read -r arch want; do
+		sc_same "progress: the builds' make for $arch" "$want
+$want" "$(PATH=$SC_TMP/make-bin:$PATH TREE=/t arch_make "$arch" O=/o all
+			TREE=/t arch_make_cmd "$arch"
+			PATH=$SC_TMP/make-bin:$PATH with_progress x "" "" - "${ARCH_MAKE[@]}" O=/o all)"
+	done <<'CASES'
+x86_64 make -s -C /t ARCH=x86_64 O=/o all
+arm make -s -C /t ARCH=arm CROSS_COMPILE=arm-linux-gnueabihf- O=/o all
+CASES
 }
 
 # sc_signal_child DIR: DIR/child, a grandchild in the foreground of its

@@ -348,15 +348,13 @@ do_checkpatch() {
 # One .config per architecture: the KUnit config, which also enables the code
 # every patch touches.
 arch_make() {
-	local arch=$1
+	arch_make_cmd "$1"
 	shift
-	[ -n "${arch_linux[$arch]:-}" ] || die "unknown architecture $arch"
-	make -s -C "$TREE" ARCH="${arch_linux[$arch]}" \
-		${arch_cc[$arch]:+CROSS_COMPILE="${arch_cc[$arch]}"} "$@"
+	"${ARCH_MAKE[@]}" "$@"
 }
 
-# arch_make_cmd ARCH: arch_make as a command line in ARCH_MAKE, for a
-# runner that takes programs (with_progress), not functions.
+# arch_make_cmd ARCH: arch_make's command line in ARCH_MAKE, for a runner
+# that takes programs (with_progress), not functions.
 arch_make_cmd() {
 	[ -n "${arch_linux[$1]:-}" ] || die "unknown architecture $1"
 	ARCH_MAKE=(make -s -C "$TREE" ARCH="${arch_linux[$1]}")
