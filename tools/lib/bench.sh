@@ -24,7 +24,8 @@ bench_lines() {
 # and policy over its seeds: the mean WAF and its spread (lowest-highest),
 # the excess (WAF - 1) against the no-context baseline, the limit (the mean
 # WAF of future-knowledge placement on the row's own logs) and the share of
-# none's gap to its limit that the policy closes.
+# none's gap to its limit that the policy closes; the same for placement
+# learned from the past (learned, l.gap).
 bench_table() {
 	bench_lines "$1" workload |
 		awk '
@@ -38,19 +39,21 @@ bench_table() {
 			if (!(key in lo) || v["waf"] < lo[key]) lo[key] = v["waf"]
 			if (!(key in hi) || v["waf"] > hi[key]) hi[key] = v["waf"]
 			if (v["limit_waf"] != "") { lim[key] += v["limit_waf"]; nlim[key]++ }
+			if (v["learned_waf"] != "") { lrn[key] += v["learned_waf"]; nlrn[key]++ }
 			host[key] += v["host_pages"]; nand[key] += v["nand_pages"]
 			gc[key] += v["gc_moved"]; er[key] += v["erases"]
 			req[key] += v["write_requests"]; mrg[key] += v["write_merges"]
 			open[key] += v["open_blocks"]
 		}
 		END {
-			printf "%-6s %-16s %4s %6s %13s %7s %6s %6s %10s %10s %8s %9s %8s %4s\n", "load", "policy",
-				"runs", "WAF", "spread", "vs none", "limit", "gap", "host pages", "GC moves",
-				"erases", "requests", "merges", "open"
+			printf "%-6s %-16s %4s %6s %13s %7s %6s %6s %7s %6s %10s %10s %8s %9s %8s %4s\n", "load",
+				"policy", "runs", "WAF", "spread", "vs none", "limit", "gap", "learned", "l.gap",
+				"host pages", "GC moves", "erases", "requests", "merges", "open"
 			for (i = 1; i <= n; i++) {
 				k = row[i]; r = runs[k]
 				m[k] = waf[k] / r
 				if (k in nlim) ml[k] = lim[k] / nlim[k]
+				if (k in nlrn) mlrn[k] = lrn[k] / nlrn[k]
 			}
 			for (i = 1; i <= n; i++) {
 				k = row[i]; r = runs[k]
@@ -58,11 +61,16 @@ bench_table() {
 				rel = "-"; gap = "-"
 				if (w[k] != "seq" && (b in m) && m[b] - 1 > 0.0005)
 					rel = sprintf("%+.0f%%", ((m[k] - 1) / (m[b] - 1) - 1) * 100)
-				if ((b in ml) && m[b] - ml[b] > 0.0005)
+				lgap = "-"
+				if ((b in ml) && m[b] - ml[b] > 0.0005) {
 					gap = sprintf("%.0f%%", (m[b] - m[k]) / (m[b] - ml[b]) * 100)
-				printf "%-6s %-16s %4d %6.3f %13s %7s %6s %6s %10d %10d %8d %9d %8d %4.1f\n", w[k], p[k], r,
-					m[k], lo[k] == hi[k] ? lo[k] : lo[k] "-" hi[k], rel,
+					if (k in mlrn)
+						lgap = sprintf("%.0f%%", (m[b] - mlrn[k]) / (m[b] - ml[b]) * 100)
+				}
+				printf "%-6s %-16s %4d %6.3f %13s %7s %6s %6s %7s %6s %10d %10d %8d %9d %8d %4.1f\n", w[k],
+					p[k], r, m[k], lo[k] == hi[k] ? lo[k] : lo[k] "-" hi[k], rel,
 					(k in ml) ? sprintf("%.3f", ml[k]) : "-", gap,
+					(k in mlrn) ? sprintf("%.3f", mlrn[k]) : "-", lgap,
 					host[k] / r, gc[k] / r, er[k] / r, req[k] / r, mrg[k] / r, open[k] / r
 			}
 		}'
@@ -164,7 +172,7 @@ bench_guest() {
 	append="mmc_emu.size_mb=${BLKCTX_BENCH_CARD:-64}"
 	append+=" mmc_emu.ftl_block_kb=${BLKCTX_BENCH_BLOCK:-256}"
 	append+=" mmc_emu.ftl_op_percent=${BLKCTX_BENCH_OP:-7}"
-	append+=" ctxbench.workloads=${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,seq}"
+	append+=" ctxbench.workloads=${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,phone,seq}"
 	append+=" ctxbench.policies=$policies"
 	append+=" ctxbench.fill=${BLKCTX_BENCH_FILL:-80} ctxbench.seeds=${BLKCTX_BENCH_SEEDS:-1,2,3}"
 	append+=" mmc_emu.log_entries=1048576"
@@ -242,7 +250,7 @@ bench_requests_table() {
 
 # bench_policies: the policy list of the WAF runs, with +journal if asked.
 bench_policies() {
-	local policies=${BLKCTX_BENCH_POLICIES:-none,inode,parent,process,temporal,size,create,hint} p with=""
+	local policies=${BLKCTX_BENCH_POLICIES:-none,inode,parent,process,temporal,size,create,hint,lifetime} p with=""
 	if [ "${BLKCTX_BENCH_JOURNAL:-1}" = 1 ]; then
 		for p in ${policies//,/ }; do with+=",$p,$p+journal"; done
 		policies=${with#,}
@@ -315,7 +323,11 @@ through the card's FTL code with future-knowledge placement (each page in a
 stream chosen from its true lifetime, SepBIT's oracle), the best that
 placement gets from the card's 16 streams; \`gap\` the share of none's gap
 to its limit that the policy closes (100% reaches the limit, below 0% is
-worse than none); \`open\` the erase blocks open at the end of a run, of
+worse than none); \`learned\` the mean WAF of the same logs placed by
+the lifetime of the data each write replaces, learned from the past only
+(SepBIT's own rule for user writes, with per-page history a device has and
+a filesystem does not), and \`l.gap\` the share of none's gap it closes;
+\`open\` the erase blocks open at the end of a run, of
 16 host streams and garbage collection. Every run starts from a new card
 (the whole card discarded and checked), and every run's log replayed with
 its logged contexts gave the card's own counts exactly.
@@ -374,7 +386,7 @@ do_bench() {
 		# The first seed's runs again, each after different others
 		if [ "${BLKCTX_BENCH_ISOLATION:-1}" = 1 ]; then
 			d=${discards%%,*}
-			BLKCTX_BENCH_WORKLOADS=$(bench_reverse "${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,seq}") \
+			BLKCTX_BENCH_WORKLOADS=$(bench_reverse "${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,phone,seq}") \
 				bench_waf reversed "$(bench_reverse "$policies")" \
 				"ctxbench.discard=$d ctxbench.seeds=${seeds%%,*}"
 			bench_isolation "discard$d" reversed "${seeds%%,*}" >"$out/isolation.txt"
@@ -383,13 +395,13 @@ do_bench() {
 		# Other cards: erase block and spare, none against inode and the limit
 		for g in ${geometries//,/ }; do
 			BLKCTX_BENCH_BLOCK=${g%%:*} BLKCTX_BENCH_OP=${g#*:} \
-				BLKCTX_BENCH_WORKLOADS=${BLKCTX_BENCH_SWEEP_WORKLOADS:-mail,db,mix} \
+				BLKCTX_BENCH_WORKLOADS=${BLKCTX_BENCH_SWEEP_WORKLOADS:-mail,db,mix,phone} \
 				bench_waf "geometry-${g/:/-}" "${BLKCTX_BENCH_SWEEP_POLICIES:-none,inode}" \
 				"ctxbench.discard=${discards%%,*} ctxbench.seeds=$seeds"
 		done
 		# Fewer contexts: fewer open blocks pinned by a policy that uses all
 		for c in ${BLKCTX_BENCH_CONTEXT_IDS-4}; do
-			BLKCTX_BENCH_WORKLOADS=${BLKCTX_BENCH_SWEEP_WORKLOADS:-mail,db,mix} \
+			BLKCTX_BENCH_WORKLOADS=${BLKCTX_BENCH_SWEEP_WORKLOADS:-mail,db,mix,phone} \
 				bench_waf "contexts-$c" "${BLKCTX_BENCH_SWEEP_POLICIES:-none,inode}" \
 				"ctxbench.discard=${discards%%,*} ctxbench.seeds=$seeds mmc_emu.max_context_id=$c"
 		done
@@ -441,12 +453,13 @@ bench_replay_case() {
 # ftlreplay built from the tree's FTL replays canned logs of the geometry
 # of the FTL's KUnit suite: with the logged contexts it must give that
 # suite's hand-worked counts, with future knowledge no GC at all, and a log
-# with a hole is refused. In the guest, a short run of db under none and
-# inode: ctxbench fails a run that does not start from a new card or whose
-# log does not replay to the card's own counts; a case passes when its run
-# printed the replay's verdict and a limit.
+# with a hole is refused; on a log of hot and cold pages, placement learned
+# from the past separates them. In the guest, a short run of db and phone
+# under none and inode: ctxbench fails a run that does not start from a new
+# card or whose log does not replay to the card's own counts; a case passes
+# when its run printed the replay's verdict, the learned WAF and a limit.
 do_bench_check() {
-	local log=$BUILD/selftests-x86_64-bench-check.log line p sc=$REPO/tools/selfcheck failed
+	local log=$BUILD/selftests-x86_64-bench-check.log line w p sc=$REPO/tools/selfcheck failed
 	local -a tiny=(--sectors 400 --page-bytes 512 --block-bytes 2048 --op-percent 18
 		--from 0 --count-from 0 --count-to 403)
 	BENCH_PASS=0 BENCH_FAIL=0
@@ -465,23 +478,37 @@ do_bench_check() {
 	bench_replay_case "a log with a hole is refused" \
 		"the log has no command 17" \
 		"${tiny[@]}" --placement logged "$sc/ftl-gap.log"
+	# 20 hot pages rewritten in turn among 380 cold pages written once
+	awk 'BEGIN {
+		for (i = 0; i < 380; i++) { print s++ " W " 20 + i " 1 0 ok - sbc"; print s++ " W " i % 20 " 1 0 ok - sbc" }
+		for (r = 0; r < 20; r++) for (i = 0; i < 20; i++) print s++ " W " i " 1 0 ok - sbc"
+	}' >"$BUILD/ftl-hot-cold.log"
+	tiny[-1]=1160 # --count-to: the whole log
+	bench_replay_case "hot and cold pages in one stream: GC moves the cold ones" \
+		"placement=logged host_pages=1160 nand_pages=1476 gc_moved=316" \
+		"${tiny[@]}" --placement logged "$BUILD/ftl-hot-cold.log"
+	bench_replay_case "placement learned from replaced data's lifetime separates them" \
+		"placement=past host_pages=1160 nand_pages=1160 gc_moved=0" \
+		"${tiny[@]}" --placement past "$BUILD/ftl-hot-cold.log"
 	# counted now, so that a guest that dies does not lose them
 	report_counts bench-check-replay $BENCH_PASS $BENCH_FAIL 0
 	failed=$BENCH_FAIL BENCH_PASS=0 BENCH_FAIL=0
 
 	kunit_build x86_64 bench-check
 	BENCH_WARMUP=5 BENCH_VOLUME=5
-	BLKCTX_BENCH_WORKLOADS=db bench_guest kunit -bench-check none,inode \
+	BLKCTX_BENCH_WORKLOADS=db,phone bench_guest kunit -bench-check none,inode \
 		"ctxbench.discard=1 ctxbench.seeds=1"
-	for p in none inode; do
-		line=$(bench_lines "$log" workload | grep " policy=$p " || true)
-		if [[ $line == *" replay=exact "*" limit_waf="* ]]; then
-			BENCH_PASS=$((BENCH_PASS + 1))
-			say "bench-check: ok: $line"
-		else
-			BENCH_FAIL=$((BENCH_FAIL + 1))
-			say "bench-check: FAILED: no replayed run of db under $p in $log"
-		fi
+	for w in db phone; do
+		for p in none inode; do
+			line=$(bench_lines "$log" workload | grep "^workload=$w policy=$p " || true)
+			if [[ $line == *" replay=exact "*" learned_waf="*" limit_waf="* ]]; then
+				BENCH_PASS=$((BENCH_PASS + 1))
+				say "bench-check: ok: $line"
+			else
+				BENCH_FAIL=$((BENCH_FAIL + 1))
+				say "bench-check: FAILED: no replayed run of $w under $p in $log"
+			fi
+		done
 	done
 	report_counts bench-check $BENCH_PASS $BENCH_FAIL 0
 	[ $((failed + BENCH_FAIL)) -eq 0 ] || { say "bench-check: see $log"; exit 1; }

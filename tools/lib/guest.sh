@@ -22,10 +22,11 @@ GUEST_ROOT_FORMAT=4
 # What the guest runs, and the packages it comes from. Debian's busybox, not
 # busybox-static: the static build's shell runs its own applets before any
 # program of $PATH, so a test's "mke2fs" would be busybox's, not e2fsprogs'.
-# The root has the C library for e2fsprogs and mmc-utils anyway.
-GUEST_DEBS="busybox e2fsprogs mmc-utils"
+# The root has the C library for e2fsprogs and mmc-utils anyway. sqlite3 is
+# the database of the benchmark's phone workload.
+GUEST_DEBS="busybox e2fsprogs mmc-utils sqlite3"
 GUEST_PROGS="bin/busybox sbin/mke2fs sbin/mkfs.ext4 sbin/e2fsck sbin/fsck.ext4
-	usr/bin/mmc"
+	usr/bin/mmc usr/bin/sqlite3"
 GUEST_FILES="etc/mke2fs.conf"
 # /init prints this line last; without it the guest crashed or hung.
 GUEST_SENTINEL="blkctx-guest: selftests finished"

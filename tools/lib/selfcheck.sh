@@ -1168,6 +1168,21 @@ crashed fail
 CASES
 }
 
+# bench_table on a canned console: the rows over seeds (mean, spread, the
+# change against none, limit and gap, learned and its gap), ctxbench's
+# other lines and the kernel's ignored.
+sc_bench_table() {
+	local want
+	want=$(cat <<'TABLE'
+load   policy           runs    WAF        spread vs none  limit    gap learned  l.gap host pages   GC moves   erases  requests   merges open
+db     none                2  1.300   1.200-1.400     +0%  1.000     0%   1.100    67%       1000        300       11       101       51  2.0
+db     inode               2  1.150   1.100-1.200    -50%  1.000    50%   1.050    83%       1000        150        8       100       50 15.5
+TABLE
+)
+	sc_same "bench_table: means, spreads, gaps to the limit and learned" "$want" \
+		"$(bench_table "$REPO/tools/selfcheck/bench-console.log" 2>&1)"
+}
+
 do_selfcheck() {
 	local t0
 	t0=$(date +%s)
@@ -1196,6 +1211,7 @@ do_selfcheck() {
 	sc_test_interrupt
 	sc_upstream_commits
 	sc_checkpatch_judge
+	sc_bench_table
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
 	[ $SC_FAILED -eq 0 ]
 }

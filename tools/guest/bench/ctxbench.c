@@ -7,7 +7,7 @@
  * collection.  Everything is counted, nothing is timed.
  *
  * Parameters come from the kernel command line (the guest has no other
- * way in): ctxbench.workloads=mail,db,mix,seq ctxbench.policies=none,inode,...
+ * way in): ctxbench.workloads=mail,db,mix,phone,seq ctxbench.policies=none,inode,...
  * ctxbench.warmup=N ctxbench.volume=N (in tenths of the card's logical size)
  * ctxbench.seeds=N,N,... (each workload and policy runs once per seed)
  * ctxbench.fill=N (percent of the filesystem kept in use)
@@ -20,7 +20,9 @@
  * card's command log of the run through the same FTL code in userspace
  * (ftlreplay): with the logged contexts the counts must be the card's own,
  * exactly, and with future-knowledge placement they give the limit, the
- * best that placement by true lifetime gets from the card's streams.
+ * best that placement by true lifetime gets from the card's streams; placed
+ * by the lifetime of the data each write replaces (learned from the past
+ * only, as SepBIT does in a device) they show what learning gets.
  *
  * A policy is a name for /sys/fs/ext4/<disk>/context_policy, with
  * "+journal" to mount with journal_context as well, or "default" to leave
@@ -37,6 +39,17 @@
  *         append-only log of 16 KiB records in 4 MiB segments, the oldest
  *         of 4 deleted as a new one starts
  *   mix   mail and db in one process, taking turns step by step
+ *   phone a phone's storage from real programs: four apps, each with a
+ *         sqlite3 database (WAL, with Android's settings: synchronous=FULL,
+ *         wal_autocheckpoint=100, journal_size_limit=512 KiB) that keeps
+ *         its newest 1500 rows of 100..2000 bytes, a cache directory of
+ *         8..128 KiB files that the app drops whole beyond 1 MiB, and a
+ *         package of 1..2 MiB replaced by write, fsync and rename; and a
+ *         camera: photos of 1..3 MiB with a thumbnail and a row in a
+ *         gallery database, the oldest photo deleted to keep the fill.
+ *         Of 1000 steps 650 are a transaction of one app (the apps take
+ *         45, 25, 20 and 10% of them), 270 a cache file, 75 a photo and 5
+ *         an app update.  Each database has its own sqlite3 process.
  *   seq   one file of half the filesystem written sequentially, for the
  *         request and merge counts (no steady state: warmup is ignored),
  *         and the card's write commands of the file's own blocks
@@ -44,6 +57,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,6 +70,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 /* the card, found as the kselftests find it: never a disk of another card */
 #include "../mmc/emmc_emu.h"
@@ -70,6 +85,9 @@
 #define LOG_RECORD	16384
 #define LOG_SEGMENT	(4 << 20)
 #define LOG_KEEP	4
+#define PHONE_APPS	4
+#define APP_ROWS_KEPT	1500
+#define APP_CACHE_LIMIT	(1 << 20)
 
 static char replay_path[4096];
 static char policy_path[PATH_MAX], diskstat_path[PATH_MAX];
@@ -90,6 +108,7 @@ static unsigned long long physical_blocks, card_sectors;
 static unsigned long long fs_bytes;
 static unsigned char buf[2 << 20];
 
+__attribute__((noreturn, format(printf, 1, 2)))
 static void die(const char *fmt, ...)
 {
 	va_list ap;
@@ -182,6 +201,8 @@ static void write_all(int fd, size_t len, off_t off, uint64_t *rng)
 {
 	size_t i;
 
+	if (len > sizeof(buf))
+		die("write_all: %zu bytes is more than the buffer's %zu", len, sizeof(buf));
 	/* data that does not compress or dedupe, should a model ever care */
 	for (i = 0; i + 8 <= len; i += 8) {
 		uint64_t r = next_random(rng);
@@ -331,15 +352,282 @@ static void db_step(struct db *d)
 	}
 }
 
-/* A workload in progress: mail, db, or both taking turns step by step. */
+/* A sqlite3 process on one database, fed SQL through a pipe. */
+struct sqlite {
+	char path[64];
+	pid_t pid;
+	FILE *in, *out;
+};
+
+/*
+ * Run SQL and wait until sqlite3 has done it: the "ok" it prints after,
+ * so that a step ends when its transaction is on the card.  -bail ends
+ * sqlite3 at an error, which ends the benchmark here.  @first, if not
+ * NULL, gets the first line the SQL printed.
+ */
+__attribute__((format(printf, 4, 5)))
+static void sqlite_run(struct sqlite *s, char *first, size_t len, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(s->in, fmt, ap);
+	va_end(ap);
+	fputs(";\nSELECT 'ok';\n", s->in);
+	if (fflush(s->in))
+		die("sqlite3 on %s: %s", s->path, strerror(errno));
+	if (first)
+		*first = '\0';
+	while (fgets(line, sizeof(line), s->out)) {
+		if (!strcmp(line, "ok\n"))
+			return;
+		if (first && !*first)
+			snprintf(first, len, "%s", line);
+	}
+	die("sqlite3 on %s ended", s->path);
+}
+
+static void sqlite_start(struct sqlite *s, const char *path)
+{
+	int to[2], from[2];
+	char mode[256];
+
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	/* close-on-exec: no sqlite3 holds another one's pipe open */
+	if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
+		die("pipe: %s", strerror(errno));
+	s->pid = fork();
+	if (s->pid < 0)
+		die("fork: %s", strerror(errno));
+	if (!s->pid) {
+		if (dup2(to[0], 0) < 0 || dup2(from[1], 1) < 0)
+			_exit(127);
+		execlp("sqlite3", "sqlite3", "-batch", "-bail", path, (char *)NULL);
+		fprintf(stderr, "ctxbench: cannot run sqlite3: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(to[0]);
+	close(from[1]);
+	s->in = fdopen(to[1], "w");
+	s->out = fdopen(from[0], "r");
+	if (!s->in || !s->out)
+		die("fdopen: %s", strerror(errno));
+	sqlite_run(s, mode, sizeof(mode), "PRAGMA journal_mode=WAL");
+	if (strcmp(mode, "wal\n"))
+		die("sqlite3 on %s: journal mode %s, not WAL", path, mode);
+	sqlite_run(s, NULL, 0, "PRAGMA synchronous=FULL; PRAGMA wal_autocheckpoint=100; PRAGMA journal_size_limit=524288; CREATE TABLE item(id INTEGER PRIMARY KEY, t INTEGER, body BLOB)");
+}
+
+static void sqlite_stop(struct sqlite *s)
+{
+	char line[256];
+	int status;
+
+	fclose(s->in);
+	while (fgets(line, sizeof(line), s->out))
+		;
+	fclose(s->out);
+	if (waitpid(s->pid, &status, 0) != s->pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		die("sqlite3 on %s failed (status 0x%x)", s->path, status);
+}
+
+/* phone: apps with a database, a cache and a package; a camera */
+struct app {
+	struct sqlite db;
+	unsigned int rows, cache_first, cache_next;
+	unsigned long long cache_bytes;
+};
+
+struct phone {
+	uint64_t rng;
+	struct app app[PHONE_APPS];
+	struct sqlite gallery;
+	unsigned int photo_first, photo_next;
+	unsigned int transactions, cache_files, caches_dropped, updates;
+};
+
+static void phone_mkdir(const char *fmt, unsigned int n)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), fmt, n);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		die("mkdir %s: %s", path, strerror(errno));
+}
+
+/* a file of @size bytes, on the card when it returns */
+static void phone_file(const char *path, size_t size, uint64_t *rng)
+{
+	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	size_t off, len;
+
+	if (fd < 0)
+		die("create %s: %s", path, strerror(errno));
+	for (off = 0; off < size; off += len) {
+		len = size - off < sizeof(buf) ? size - off : sizeof(buf);
+		write_all(fd, len, off, rng);
+	}
+	if (fsync(fd) || close(fd))
+		die("fsync %s: %s", path, strerror(errno));
+}
+
+/* an app update: the new package beside the old, then renamed over it */
+static void phone_update(struct phone *p, unsigned int a)
+{
+	char tmp[64], path[64];
+	int dir;
+
+	snprintf(tmp, sizeof(tmp), MNT "/phone/app%u/base.apk.new", a);
+	snprintf(path, sizeof(path), MNT "/phone/app%u/base.apk", a);
+	phone_file(tmp, (1024 + below(&p->rng, 1025)) << 10, &p->rng);
+	if (rename(tmp, path))
+		die("rename %s: %s", tmp, strerror(errno));
+	p->updates++;
+	snprintf(path, sizeof(path), MNT "/phone/app%u", a);
+	dir = open(path, O_RDONLY | O_DIRECTORY);
+	if (dir < 0 || fsync(dir) || close(dir))
+		die("fsync %s: %s", path, strerror(errno));
+}
+
+static void phone_init(struct phone *p, uint64_t seed)
+{
+	char path[64];
+	unsigned int a;
+
+	/* a sqlite3 that died is a write error, not a signal */
+	signal(SIGPIPE, SIG_IGN);
+	memset(p, 0, sizeof(*p));
+	p->rng = seed;
+	phone_mkdir(MNT "/phone", 0);
+	phone_mkdir(MNT "/phone/DCIM", 0);
+	phone_mkdir(MNT "/phone/thumbs", 0);
+	snprintf(path, sizeof(path), MNT "/phone/gallery.db");
+	sqlite_start(&p->gallery, path);
+	for (a = 0; a < PHONE_APPS; a++) {
+		phone_mkdir(MNT "/phone/app%u", a);
+		phone_mkdir(MNT "/phone/app%u/cache", a);
+		phone_update(p, a);
+		snprintf(path, sizeof(path), MNT "/phone/app%u/data.db", a);
+		sqlite_start(&p->app[a].db, path);
+	}
+}
+
+static void phone_stop(struct phone *p)
+{
+	unsigned int a;
+
+	for (a = 0; a < PHONE_APPS; a++)
+		sqlite_stop(&p->app[a].db);
+	sqlite_stop(&p->gallery);
+	printf("ctxbench: phone: transactions=%u cache_files=%u caches_dropped=%u photos=%u photos_deleted=%u updates=%u\n",
+	       p->transactions, p->cache_files, p->caches_dropped, p->photo_next,
+	       p->photo_first, p->updates);
+}
+
+/* one transaction: new rows, sometimes a row rewritten, the oldest dropped */
+static void phone_transaction(struct phone *p, struct app *app)
+{
+	char sql[1024];
+	unsigned int n = 1 + below(&p->rng, 3), first;
+	int len;
+
+	len = snprintf(sql, sizeof(sql), "BEGIN");
+	while (n--)
+		len += snprintf(sql + len, sizeof(sql) - len,
+				"; INSERT INTO item(t, body) VALUES(%u, randomblob(%u))",
+				++app->rows, 100 + (unsigned int)below(&p->rng, 1901));
+	first = app->rows > APP_ROWS_KEPT ? app->rows - APP_ROWS_KEPT + 1 : 1;
+	if (below(&p->rng, 4) == 0)
+		len += snprintf(sql + len, sizeof(sql) - len,
+				"; UPDATE item SET body = randomblob(%u) WHERE id = %u",
+				100 + (unsigned int)below(&p->rng, 1901),
+				first + (unsigned int)below(&p->rng, app->rows - first + 1));
+	snprintf(sql + len, sizeof(sql) - len,
+		 "; DELETE FROM item WHERE id < %u; COMMIT", first);
+	p->transactions++;
+	sqlite_run(&app->db, NULL, 0, "%s", sql);
+}
+
+static void phone_cache(struct phone *p, unsigned int a)
+{
+	struct app *app = &p->app[a];
+	size_t size = (8 + below(&p->rng, 121)) << 10;
+	char path[64];
+
+	if (app->cache_bytes + size > APP_CACHE_LIMIT) {
+		for (; app->cache_first < app->cache_next; app->cache_first++) {
+			snprintf(path, sizeof(path), MNT "/phone/app%u/cache/c%u",
+				 a, app->cache_first);
+			if (unlink(path))
+				die("unlink %s: %s", path, strerror(errno));
+		}
+		app->cache_bytes = 0;
+		p->caches_dropped++;
+	}
+	snprintf(path, sizeof(path), MNT "/phone/app%u/cache/c%u", a, app->cache_next++);
+	phone_file(path, size, &p->rng);
+	app->cache_bytes += size;
+	p->cache_files++;
+}
+
+static void photo_paths(char *photo, char *thumb, size_t len, unsigned int n)
+{
+	snprintf(photo, len, MNT "/phone/DCIM/IMG_%05u.jpg", n);
+	snprintf(thumb, len, MNT "/phone/thumbs/%05u.jpg", n);
+}
+
+static void phone_photo(struct phone *p)
+{
+	char photo[64], thumb[64];
+
+	photo_paths(photo, thumb, sizeof(photo), p->photo_next);
+	phone_file(photo, (1024 + below(&p->rng, 2049)) << 10, &p->rng);
+	phone_file(thumb, (16 + below(&p->rng, 33)) << 10, &p->rng);
+	/* the gallery's row ids are the photos' numbers plus one */
+	sqlite_run(&p->gallery, NULL, 0, "INSERT INTO item(t, body) VALUES(%u, randomblob(200))",
+		   p->photo_next++);
+}
+
+static void phone_step(struct phone *p, unsigned long long target)
+{
+	static const unsigned int app_share[PHONE_APPS] = { 45, 25, 20, 10 };
+	unsigned int r, a, pick;
+	char photo[64], thumb[64];
+
+	while (used_bytes() > target) {
+		if (p->photo_first == p->photo_next)
+			die("phone: the filesystem is over the fill with no photo left to delete");
+		photo_paths(photo, thumb, sizeof(photo), p->photo_first);
+		if (unlink(photo) || unlink(thumb))
+			die("unlink %s: %s", photo, strerror(errno));
+		sqlite_run(&p->gallery, NULL, 0, "DELETE FROM item WHERE id = %u", ++p->photo_first);
+	}
+	pick = below(&p->rng, 100);
+	for (a = 0; a < PHONE_APPS - 1 && pick >= app_share[a]; a++)
+		pick -= app_share[a];
+	r = below(&p->rng, 1000);
+	if (r < 650)
+		phone_transaction(p, &p->app[a]);
+	else if (r < 920)
+		phone_cache(p, a);
+	else if (r < 995)
+		phone_photo(p);
+	else
+		phone_update(p, a);
+}
+
+/* A workload in progress: mail, db, both taking turns step by step, or phone. */
 struct load {
 	struct mail *mail;
 	struct db *db;
+	struct phone *phone;
 };
 
 /* Run the load until the card has taken pages more host pages. */
 static void run_until(struct load *l, unsigned long long pages,
-		      unsigned long long mail_target)
+		      unsigned long long fill_target)
 {
 	struct counters c;
 	unsigned long long start;
@@ -348,9 +636,11 @@ static void run_until(struct load *l, unsigned long long pages,
 	start = c.host_pages;
 	do {
 		if (l->mail)
-			mail_step(l->mail, mail_target);
+			mail_step(l->mail, fill_target);
 		if (l->db)
 			db_step(l->db);
+		if (l->phone)
+			phone_step(l->phone, fill_target);
 		read_counters(&c);
 	} while (c.host_pages - start < pages);
 }
@@ -459,21 +749,30 @@ static void replay(const char *placement, unsigned long long from,
 		die("%s printed %s", cmd, out);
 }
 
-static unsigned long long replay_value(const char *line, const char *key)
+/* the text after @key in a replay's line */
+static const char *replay_field(const char *line, const char *key)
 {
 	const char *p = strstr(line, key);
 
 	if (!p)
 		die("no %s in %s", key, line);
-	return strtoull(p + strlen(key), NULL, 10);
+	return p + strlen(key);
+}
+
+static unsigned long long replay_value(const char *line, const char *key)
+{
+	return strtoull(replay_field(line, key), NULL, 10);
 }
 
 /*
  * The counts of the card between @a and @b must be what its log gives
- * through the same FTL code, exactly; then the limit of the same log.
+ * through the same FTL code, exactly; then the same log placed by the
+ * lifetime of the data each write replaces (@learned) and by true
+ * lifetimes (@limit).
  */
 static void check_and_limit(unsigned long long from, const struct counters *a,
-			    const struct counters *b, char *limit, size_t len)
+			    const struct counters *b, char *learned, char *limit,
+			    size_t len)
 {
 	char logged[256];
 
@@ -486,6 +785,7 @@ static void check_and_limit(unsigned long long from, const struct counters *a,
 		    logged, b->host_pages - a->host_pages,
 		    b->nand_pages - a->nand_pages, b->gc_moved - a->gc_moved,
 		    b->erases - a->erases);
+	replay("past", from, a, b, learned, len);
 	replay("future", from, a, b, limit, len);
 }
 
@@ -493,7 +793,7 @@ static void check_and_limit(unsigned long long from, const struct counters *a,
 static void print_result(const char *workload, const char *policy,
 			 unsigned long long seed, const struct counters *a,
 			 const struct counters *b, unsigned long long file_writes,
-			 const char *limit)
+			 const char *learned, const char *limit)
 {
 	unsigned long long host = b->host_pages - a->host_pages;
 	unsigned long long nand = b->nand_pages - a->nand_pages;
@@ -507,9 +807,11 @@ static void print_result(const char *workload, const char *policy,
 	if (file_writes)
 		printf(" file_writes=%llu", file_writes);
 	if (limit)
-		printf(" replay=exact limit_nand_pages=%llu limit_gc_moved=%llu limit_waf=%s",
+		printf(" replay=exact learned_nand_pages=%llu learned_waf=%s limit_nand_pages=%llu limit_gc_moved=%llu limit_waf=%s",
+		       replay_value(learned, " nand_pages="),
+		       replay_field(learned, " waf="),
 		       replay_value(limit, " nand_pages="),
-		       replay_value(limit, " gc_moved="), strstr(limit, " waf=") + 5);
+		       replay_value(limit, " gc_moved="), replay_field(limit, " waf="));
 	printf("\n");
 	fflush(stdout);
 }
@@ -519,15 +821,16 @@ static void print_result(const char *workload, const char *policy,
 static void run(const char *workload, const char *policy,
 		unsigned long long seed)
 {
-	struct load l = { NULL, NULL };
+	struct load l = { NULL, NULL, NULL };
 	struct counters a, b, start;
 	unsigned long long target, file_writes;
-	char limit[256];
+	char learned[256], limit[256];
 	struct statvfs sv;
 	char name[64], options[64];
 	size_t len;
 	struct mail m;
 	struct db d;
+	struct phone ph;
 
 	snprintf(name, sizeof(name), "%s", policy);
 	len = strlen(name);
@@ -558,7 +861,7 @@ static void run(const char *workload, const char *policy,
 	if (!strcmp(workload, "seq")) {
 		file_writes = seq_run(seed);
 		read_counters(&b);
-		print_result(workload, policy, seed, &a, &b, file_writes, NULL);
+		print_result(workload, policy, seed, &a, &b, file_writes, NULL, NULL);
 		goto out;
 	}
 	if (!strcmp(workload, "mail") || !strcmp(workload, "mix")) {
@@ -569,23 +872,42 @@ static void run(const char *workload, const char *policy,
 		db_init(&d, seed + 1);
 		l.db = &d;
 	}
-	if (!l.mail && !l.db)
+	if (!strcmp(workload, "phone")) {
+		phone_init(&ph, seed);
+		l.phone = &ph;
+	}
+	if (!l.mail && !l.db && !l.phone)
 		die("unknown workload %s", workload);
 	run_until(&l, logical_pages * opt.warmup / 10, target);
 	read_counters(&a);
 	run_until(&l, logical_pages * opt.volume / 10, target);
 	read_counters(&b);
-	check_and_limit(start.log_next, &a, &b, limit, sizeof(limit));
-	print_result(workload, policy, seed, &a, &b, 0, limit);
+	check_and_limit(start.log_next, &a, &b, learned, limit, sizeof(limit));
+	print_result(workload, policy, seed, &a, &b, 0, learned, limit);
 	if (l.mail)
 		free(m.ids);
 	if (l.db) {
 		close(d.table);
 		close(d.log);
 	}
+	/* after the counted window: the last connection checkpoints */
+	if (l.phone)
+		phone_stop(&ph);
 out:
 	if (umount(MNT))
 		die("umount: %s", strerror(errno));
+}
+
+/* the names of a comma-separated list, empty ones not counted */
+static unsigned int list_length(const char *list)
+{
+	unsigned int n = 0;
+	const char *p;
+
+	for (p = list; *p; p++)
+		if (*p != ',' && (p == list || p[-1] == ','))
+			n++;
+	return n;
 }
 
 static void parse_cmdline(void)
@@ -624,7 +946,7 @@ int main(void)
 	char workloads[256], policies[256], seeds[256], *w, *p, *sd;
 	char *sw, *sp, *ss, *slash, path[PATH_MAX];
 	struct counters c;
-	unsigned int streams;
+	unsigned int streams, runs = 0;
 	ssize_t len;
 
 	parse_cmdline();
@@ -652,14 +974,21 @@ int main(void)
 	       opt.seeds, opt.fill, opt.discard, opt.warmup / 10,
 	       opt.warmup % 10, opt.volume / 10, opt.volume % 10, page_bytes,
 	       block_bytes, op_percent, logical_pages, physical_blocks, streams);
+	/* a KTAP plan and a result per run, so that the host can say how far it is */
+	printf("TAP version 13\n1..%u\n",
+	       list_length(opt.workloads) * list_length(opt.policies) *
+	       list_length(opt.seeds));
 	snprintf(workloads, sizeof(workloads), "%s", opt.workloads);
 	for (w = strtok_r(workloads, ",", &sw); w; w = strtok_r(NULL, ",", &sw)) {
 		snprintf(policies, sizeof(policies), "%s", opt.policies);
 		for (p = strtok_r(policies, ",", &sp); p; p = strtok_r(NULL, ",", &sp)) {
 			snprintf(seeds, sizeof(seeds), "%s", opt.seeds);
 			for (sd = strtok_r(seeds, ",", &ss); sd;
-			     sd = strtok_r(NULL, ",", &ss))
+			     sd = strtok_r(NULL, ",", &ss)) {
 				run(w, p, strtoull(sd, NULL, 10));
+				printf("ok %u %s %s seed %s\n", ++runs, w, p, sd);
+				fflush(stdout);
+			}
 		}
 	}
 	printf("ctxbench: done\n");

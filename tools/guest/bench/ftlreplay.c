@@ -6,7 +6,7 @@
  *
  *   ftlreplay --sectors N --page-bytes N --block-bytes N --op-percent N
  *             --from SEQ --count-from SEQ --count-to SEQ
- *             --placement logged|future LOG
+ *             --placement logged|future|past LOG
  *
  * LOG is the text of mmc_emu's debugfs "log" from the command with
  * sequence number SEQ (the first after the card was fully discarded, so
@@ -25,6 +25,12 @@
  *           future-knowledge placement that SepBIT (FAST '22) uses as its
  *           oracle: the card's streams and GC as they are, with placement
  *           no filesystem can know. It bounds what placement can gain.
+ *   past    each page in the stream of the lifetime that the data it
+ *           replaces lived (overwritten now, or discarded earlier), in the
+ *           same classes; a page with no such history in the last stream.
+ *           This learns from the past only, as SepBIT itself does inside a
+ *           device for user writes: what placement by learned lifetimes
+ *           gets with per-page history and no knowledge of names.
  *
  * The log must be complete: a missing sequence number, an ERASE (whose
  * erase-group rounding the log does not record) or a line that does not
@@ -59,7 +65,7 @@ struct cmd {
 static struct {
 	uint64_t sectors, from, count_from, count_to;
 	unsigned int page_bytes, block_bytes, op_percent;
-	bool future;
+	bool by_lifetime;
 } opt;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -152,6 +158,21 @@ static void trim_pages(uint64_t start, uint64_t count, uint64_t spp,
 	*stop = end == opt.sectors ? logical_pages : end / spp;
 }
 
+/* The stream of a lifetime in host pages: log2 classes from 2^LIFE_SHIFT */
+static uint8_t life_stream(uint64_t life)
+{
+	int k;
+
+	for (k = 0; life >> 1; k++)
+		life >>= 1;
+	k -= LIFE_SHIFT;
+	if (k < 0)
+		k = 0;
+	if (k > EMU_FTL_NR_CTX - 2)
+		k = EMU_FTL_NR_CTX - 2;
+	return k;
+}
+
 /*
  * The stream of each page written, from the number of host pages written
  * until it dies: log2 classes from 2^LIFE_SHIFT up, the longest-lived and
@@ -161,10 +182,9 @@ static uint8_t *future_streams(const struct cmd *cmds, size_t nr,
 			       uint64_t spp, uint64_t logical_pages)
 {
 	uint32_t *last = malloc(logical_pages * sizeof(*last));
-	uint64_t *born = NULL, *death = NULL, t = 0, lpn, first, stop, life;
+	uint64_t *born = NULL, *death = NULL, t = 0, lpn, first, stop;
 	size_t i, cap = 0, n = 0, e;
 	uint8_t *stream;
-	int k;
 
 	if (!last)
 		die("out of memory");
@@ -196,25 +216,60 @@ static uint8_t *future_streams(const struct cmd *cmds, size_t nr,
 	stream = malloc(n ? n : 1);
 	if (!stream)
 		die("out of memory");
-	for (e = 0; e < n; e++) {
-		if (death[e] == NEVER) {
-			stream[e] = EMU_FTL_NR_CTX - 1;
-			continue;
-		}
-		life = death[e] - born[e];
-		for (k = 0; life >> 1; k++)
-			life >>= 1;
-		k -= LIFE_SHIFT;
-		if (k < 0)
-			k = 0;
-		if (k > EMU_FTL_NR_CTX - 2)
-			k = EMU_FTL_NR_CTX - 2;
-		stream[e] = k;
-	}
+	for (e = 0; e < n; e++)
+		stream[e] = death[e] == NEVER ? EMU_FTL_NR_CTX - 1 :
+			    life_stream(death[e] - born[e]);
 	free(last);
 	free(born);
 	free(death);
 	return stream;
+}
+
+/*
+ * The stream of each page written, from how long the data it replaces
+ * lived: the page's previous version, overwritten now or discarded before.
+ * Only the past is read. A page that never held data goes to the last
+ * stream.
+ */
+static uint8_t *past_streams(const struct cmd *cmds, size_t nr,
+			     uint64_t spp, uint64_t logical_pages)
+{
+	uint64_t *born = malloc(logical_pages * sizeof(*born));
+	uint64_t *lived = malloc(logical_pages * sizeof(*lived));
+	uint64_t t = 0, lpn, first, stop;
+	size_t i, cap = 0, n = 0;
+	uint8_t *stream = NULL;
+
+	if (!born || !lived)
+		die("out of memory");
+	for (lpn = 0; lpn < logical_pages; lpn++)
+		born[lpn] = lived[lpn] = NEVER;
+	for (i = 0; i < nr; i++) {
+		if (cmds[i].write) {
+			first = cmds[i].start / spp;
+			stop = (cmds[i].start + cmds[i].count - 1) / spp + 1;
+		} else {
+			trim_pages(cmds[i].start, cmds[i].count, spp,
+				   logical_pages, &first, &stop);
+		}
+		for (lpn = first; lpn < stop; lpn++) {
+			if (born[lpn] != NEVER)
+				lived[lpn] = t - born[lpn];
+			born[lpn] = NEVER;
+			if (!cmds[i].write)
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 4096;
+				stream = grow(stream, cap, sizeof(*stream));
+			}
+			stream[n++] = lived[lpn] == NEVER ? EMU_FTL_NR_CTX - 1 :
+				      life_stream(lived[lpn]);
+			born[lpn] = t++;
+		}
+	}
+	free(born);
+	free(lived);
+	return stream ? stream : grow(NULL, 1, 1);
 }
 
 static void check(int ret, const struct cmd *c)
@@ -229,7 +284,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: ftlreplay --sectors N --page-bytes N --block-bytes N --op-percent N\n"
 		   "                 --from SEQ --count-from SEQ --count-to SEQ\n"
-		   "                 --placement logged|future LOG\n");
+		   "                 --placement logged|future|past LOG\n");
 }
 
 int main(int argc, char **argv)
@@ -277,10 +332,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(placement, "future"))
-		opt.future = true;
+	if (!strcmp(placement, "future") || !strcmp(placement, "past"))
+		opt.by_lifetime = true;
 	else if (strcmp(placement, "logged"))
-		die("--placement %s: logged or future", placement);
+		die("--placement %s: logged, future or past", placement);
 	if (opt.from > opt.count_from || opt.count_from > opt.count_to)
 		die("need --from <= --count-from <= --count-to");
 
@@ -297,8 +352,10 @@ int main(int argc, char **argv)
 	spp = opt.page_bytes / SECTOR;
 	mmc_emu_ftl_stats(ftl, &b);
 	logical_pages = b.logical_pages;
-	if (opt.future)
+	if (!strcmp(placement, "future"))
 		stream = future_streams(cmds, nr, spp, logical_pages);
+	else if (!strcmp(placement, "past"))
+		stream = past_streams(cmds, nr, spp, logical_pages);
 
 	for (i = 0; i <= nr; i++) {
 		if (!counting && (i == nr || cmds[i].seq >= opt.count_from)) {
@@ -311,7 +368,7 @@ int main(int argc, char **argv)
 			check(mmc_emu_ftl_trim(ftl, cmds[i].start, cmds[i].count), &cmds[i]);
 			continue;
 		}
-		if (!opt.future) {
+		if (!opt.by_lifetime) {
 			check(mmc_emu_ftl_write(ftl, cmds[i].start, cmds[i].count,
 						cmds[i].ctx), &cmds[i]);
 			continue;
