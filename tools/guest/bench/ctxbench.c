@@ -524,6 +524,7 @@ static void phone_stop(struct phone *p)
 	printf("ctxbench: phone: transactions=%u cache_files=%u caches_dropped=%u photos=%u photos_deleted=%u updates=%u\n",
 	       p->transactions, p->cache_files, p->caches_dropped, p->photo_next,
 	       p->photo_first, p->updates);
+	fflush(stdout);
 }
 
 /* one transaction: new rows, sometimes a row rewritten, the oldest dropped */

@@ -158,6 +158,18 @@ static void trim_pages(uint64_t start, uint64_t count, uint64_t spp,
 	*stop = end == opt.sectors ? logical_pages : end / spp;
 }
 
+/* The logical pages a command changes: all it touches, or a trim's whole ones */
+static void cmd_pages(const struct cmd *c, uint64_t spp, uint64_t logical_pages,
+		      uint64_t *first, uint64_t *stop)
+{
+	if (c->write) {
+		*first = c->start / spp;
+		*stop = (c->start + c->count - 1) / spp + 1;
+	} else {
+		trim_pages(c->start, c->count, spp, logical_pages, first, stop);
+	}
+}
+
 /* The stream of a lifetime in host pages: log2 classes from 2^LIFE_SHIFT */
 static uint8_t life_stream(uint64_t life)
 {
@@ -190,13 +202,7 @@ static uint8_t *future_streams(const struct cmd *cmds, size_t nr,
 		die("out of memory");
 	memset(last, 0xff, logical_pages * sizeof(*last));
 	for (i = 0; i < nr; i++) {
-		if (cmds[i].write) {
-			first = cmds[i].start / spp;
-			stop = (cmds[i].start + cmds[i].count - 1) / spp + 1;
-		} else {
-			trim_pages(cmds[i].start, cmds[i].count, spp,
-				   logical_pages, &first, &stop);
-		}
+		cmd_pages(&cmds[i], spp, logical_pages, &first, &stop);
 		for (lpn = first; lpn < stop; lpn++) {
 			if (last[lpn] != NO_EVENT)
 				death[last[lpn]] = t;
@@ -245,13 +251,7 @@ static uint8_t *past_streams(const struct cmd *cmds, size_t nr,
 	for (lpn = 0; lpn < logical_pages; lpn++)
 		born[lpn] = lived[lpn] = NEVER;
 	for (i = 0; i < nr; i++) {
-		if (cmds[i].write) {
-			first = cmds[i].start / spp;
-			stop = (cmds[i].start + cmds[i].count - 1) / spp + 1;
-		} else {
-			trim_pages(cmds[i].start, cmds[i].count, spp,
-				   logical_pages, &first, &stop);
-		}
+		cmd_pages(&cmds[i], spp, logical_pages, &first, &stop);
 		for (lpn = first; lpn < stop; lpn++) {
 			if (born[lpn] != NEVER)
 				lived[lpn] = t - born[lpn];
