@@ -453,11 +453,13 @@ bench_replay_case() {
 # ftlreplay built from the tree's FTL replays canned logs of the geometry
 # of the FTL's KUnit suite: with the logged contexts it must give that
 # suite's hand-worked counts, with future knowledge no GC at all, and a log
-# with a hole is refused; on a log of hot and cold pages, placement learned
-# from the past separates them. In the guest, a short run of db and phone
-# under none and inode: ctxbench fails a run that does not start from a new
-# card or whose log does not replay to the card's own counts; a case passes
-# when its run printed the replay's verdict, the learned WAF and a limit.
+# with a hole is refused; placement learned from the past separates a log's
+# hot pages from its cold ones, but is not future knowledge. In the guest, a
+# short run of db and phone under none and inode: ctxbench fails a run that
+# does not start from a new card or whose log does not replay to the card's
+# own counts; a case passes when its run printed the replay's verdict, the
+# learned WAF and a limit; and both phone runs must have deleted photos and
+# dropped caches (the fill control ran).
 do_bench_check() {
 	local log=$BUILD/selftests-x86_64-bench-check.log line w p sc=$REPO/tools/selfcheck failed
 	local -a tiny=(--sectors 400 --page-bytes 512 --block-bytes 2048 --op-percent 18
@@ -475,6 +477,11 @@ do_bench_check() {
 	bench_replay_case "placement by true lifetime moves nothing" \
 		"placement=future host_pages=600 nand_pages=600 gc_moved=0" \
 		"${tiny[@]}" --placement future "$sc/ftl-two-lifetimes.log"
+	# the past cannot tell that the final rewrite is final: it splits it by
+	# the age of the data replaced (two streams) and still moves pages
+	bench_replay_case "placement learned from the past is not future knowledge" \
+		"placement=past host_pages=600 nand_pages=736 gc_moved=136" \
+		"${tiny[@]}" --placement past "$sc/ftl-two-lifetimes.log"
 	bench_replay_case "a log with a hole is refused" \
 		"the log has no command 17" \
 		"${tiny[@]}" --placement logged "$sc/ftl-gap.log"
@@ -510,6 +517,15 @@ do_bench_check() {
 			fi
 		done
 	done
+	# phone's fill control ran: photos deleted, caches dropped, in each run
+	line=$(tr -d '\r' <"$log" | grep -c 'ctxbench: phone: .*caches_dropped=[1-9][0-9]* .*photos_deleted=[1-9]' || true)
+	if [ "$line" -eq 2 ]; then
+		BENCH_PASS=$((BENCH_PASS + 1))
+		say "bench-check: ok: both phone runs deleted photos and dropped caches"
+	else
+		BENCH_FAIL=$((BENCH_FAIL + 1))
+		say "bench-check: FAILED: $line of 2 phone runs deleted photos and dropped caches"
+	fi
 	report_counts bench-check $BENCH_PASS $BENCH_FAIL 0
 	[ $((failed + BENCH_FAIL)) -eq 0 ] || { say "bench-check: see $log"; exit 1; }
 }

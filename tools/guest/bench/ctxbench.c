@@ -401,9 +401,12 @@ static void sqlite_start(struct sqlite *s, const char *path)
 	if (s->pid < 0)
 		die("fork: %s", strerror(errno));
 	if (!s->pid) {
+		/* ctxbench ignores SIGPIPE; sqlite3 gets the default */
+		signal(SIGPIPE, SIG_DFL);
 		if (dup2(to[0], 0) < 0 || dup2(from[1], 1) < 0)
 			_exit(127);
-		execlp("sqlite3", "sqlite3", "-batch", "-bail", path, (char *)NULL);
+		execlp("sqlite3", "sqlite3", "-batch", "-bail", "-init", "/dev/null", path,
+		       (char *)NULL);
 		fprintf(stderr, "ctxbench: cannot run sqlite3: %s\n", strerror(errno));
 		_exit(127);
 	}
@@ -422,7 +425,7 @@ static void sqlite_start(struct sqlite *s, const char *path)
 static void sqlite_stop(struct sqlite *s)
 {
 	char line[256];
-	int status;
+	int status = 0;
 
 	fclose(s->in);
 	while (fgets(line, sizeof(line), s->out))
@@ -586,9 +589,11 @@ static void phone_photo(struct phone *p)
 	photo_paths(photo, thumb, sizeof(photo), p->photo_next);
 	phone_file(photo, (1024 + below(&p->rng, 2049)) << 10, &p->rng);
 	phone_file(thumb, (16 + below(&p->rng, 33)) << 10, &p->rng);
-	/* the gallery's row ids are the photos' numbers plus one */
-	sqlite_run(&p->gallery, NULL, 0, "INSERT INTO item(t, body) VALUES(%u, randomblob(200))",
-		   p->photo_next++);
+	/* the gallery's row ids are the photos' numbers plus one, given */
+	sqlite_run(&p->gallery, NULL, 0,
+		   "INSERT INTO item(id, t, body) VALUES(%u, %u, randomblob(200))",
+		   p->photo_next + 1, p->photo_next);
+	p->photo_next++;
 }
 
 static void phone_step(struct phone *p, unsigned long long target)
@@ -979,6 +984,7 @@ int main(void)
 	printf("TAP version 13\n1..%u\n",
 	       list_length(opt.workloads) * list_length(opt.policies) *
 	       list_length(opt.seeds));
+	fflush(stdout);
 	snprintf(workloads, sizeof(workloads), "%s", opt.workloads);
 	for (w = strtok_r(workloads, ",", &sw); w; w = strtok_r(NULL, ",", &sw)) {
 		snprintf(policies, sizeof(policies), "%s", opt.policies);
