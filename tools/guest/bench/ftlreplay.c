@@ -65,7 +65,6 @@ struct cmd {
 static struct {
 	uint64_t sectors, from, count_from, count_to;
 	unsigned int page_bytes, block_bytes, op_percent;
-	bool by_lifetime;
 } opt;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -332,9 +331,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(placement, "future") || !strcmp(placement, "past"))
-		opt.by_lifetime = true;
-	else if (strcmp(placement, "logged"))
+	if (strcmp(placement, "logged") && strcmp(placement, "future") &&
+	    strcmp(placement, "past"))
 		die("--placement %s: logged, future or past", placement);
 	if (opt.from > opt.count_from || opt.count_from > opt.count_to)
 		die("need --from <= --count-from <= --count-to");
@@ -368,7 +366,8 @@ int main(int argc, char **argv)
 			check(mmc_emu_ftl_trim(ftl, cmds[i].start, cmds[i].count), &cmds[i]);
 			continue;
 		}
-		if (!opt.by_lifetime) {
+		/* logged: as the card received it */
+		if (!stream) {
 			check(mmc_emu_ftl_write(ftl, cmds[i].start, cmds[i].count,
 						cmds[i].ctx), &cmds[i]);
 			continue;
