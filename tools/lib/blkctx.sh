@@ -6,6 +6,9 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# the Python the bash calls: this checkout's, also where a selfcheck case
+# gives REPO a repository of its own
+LIB=$REPO/tools/lib
 # absolute, so that builds run from another directory still find it
 CACHE=$(realpath -m "${BLKCTX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/blkctx}")
 TREE=$CACHE/linux
@@ -220,9 +223,7 @@ main() {
 	export) do_export ;;
 	patches) patch_files ;;
 	reorder) do_reorder ;;
-	kunit) do_kunit "$@" ;;
 	selftests) do_selftests_both "$@" ;;
-	checkpatch) do_checkpatch ;;
 	build-each) do_build_each "$@" ;;
 	pahole) do_pahole "$@" ;;
 	warnings) do_warnings "$@" ;;

@@ -2,8 +2,10 @@
 """The front door of tools/blkctx: every command with its arguments, what it
 does and the environment it reads, in one table each. A command's arguments
 and settings are checked here before anything is done (a mistake exits 2
-with the usage); then tools/lib/blkctx.sh runs the command in this process
-(exec), with the arguments in one form (--reroll=N, --from=IDENT)."""
+with the usage); then the command runs in this process: kunit and
+checkpatch in Python (tools/lib/*_step.py), the others in
+tools/lib/blkctx.sh (exec), with
+the arguments in one form (--reroll=N, --from=IDENT)."""
 
 import argparse
 import os
@@ -247,7 +249,18 @@ def check_environment(parser):
 
 
 def run(argv):
-    """Run blkctx.sh with ARGV in this process."""
+    """Run the command ARGV[0] with its arguments in this process: kunit
+    and checkpatch in Python (tools/lib/*_step.py), the others in
+    blkctx.sh."""
+    if argv[0] in ("kunit", "checkpatch"):
+        sys.dont_write_bytecode = True
+        sys.path.insert(0, LIB)
+        # pylint: disable=import-outside-toplevel
+        if argv[0] == "kunit":
+            import kunit_step
+            return kunit_step.main(argv)
+        import checkpatch_step
+        return checkpatch_step.main(argv)
     sys.stdout.flush()
     bash = os.path.join(LIB, "blkctx.sh")
     os.execvp("bash", ["bash", bash] + argv)

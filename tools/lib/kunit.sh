@@ -1,101 +1,11 @@
 # shellcheck shell=bash
-# KUnit through the tree's own kunit.py, one build directory per architecture;
-# and the commands that run several steps: test and demo.
+# The commands that run several steps (selftests, test and demo), and the
+# KUnit kernels, through tools/lib/kunit_step.py (which runs the kunit
+# command: the tree's own kunit.py, one build directory per architecture).
 
-kunit_args() {
-	local arch=$1
-	echo --arch="${arch_linux[$arch]}" --kunitconfig="$REPO/kunitconfig" \
-		--qemu_config="$REPO/qemu_configs/$arch.py" \
-		--build_dir="$BUILD/kunit-$arch"
-	[ -z "${arch_cc[$arch]}" ] || echo --cross_compile="${arch_cc[$arch]}"
-}
-
-
-kunit_py() {
-	local arch=$1 sub=$2 stamp=$BUILD/kunit-$1/.blkctx-tree state rc=0
-	local -a jobs=()
-	shift 2
-	# only run and build take --jobs
-	case $sub in run | build) jobs=(--jobs="$JOBS") ;; esac
-	mkdir -p "$BUILD/kunit-$arch"
-	# the kernel records the tree it was built from (guest_arch checks it);
-	# a build that fails leaves no record
-	case $sub in run | build)
-		state=$(tree_state)
-		rm -f "$stamp" "$BUILD/kunit-$arch/test.log" ;;
-	esac
-	touch "$BUILD/kunit-$arch/.blkctx-started"
-	# shellcheck disable=SC2046
-	with_progress "kunit $sub $arch" "$BUILD/kunit-$arch" "$BUILD/kunit-$arch/.blkctx-started" - \
-		env -C "$TREE" python3 tools/testing/kunit/kunit.py "$sub" $(kunit_args "$arch") "${jobs[@]}" \
-		--make_options "CC=ccache ${arch_cc[$arch]}gcc" "$@" || rc=$?
-	# run fails when a case fails, after building and booting the kernel
-	if { [ "$sub" = build ] && [ $rc -eq 0 ]; } ||
-		{ [ "$sub" = run ] && grep -q 'TAP version' "$BUILD/kunit-$arch/test.log" 2>/dev/null; }; then
-		echo "$state" >"$stamp"
-	fi
-	return $rc
-}
-
-# kunit_config ARCH FILE: the .config kunit.py builds for ARCH, made again
-# when kunitconfig or the QEMU config is newer.
+# kunit_config ARCH FILE: the .config kunit.py builds for ARCH.
 kunit_config() {
-	local arch=$1 file=$2 config=$BUILD/kunit-$1/.config
-	if [ ! -f "$config" ] || [ "$REPO/kunitconfig" -nt "$config" ] ||
-		[ "$REPO/qemu_configs/$arch.py" -nt "$config" ]; then
-		kunit_py "$arch" config >/dev/null
-	fi
-	cp "$config" "$file"
-}
-
-# kunit_counts ARCH JSON STATUS [--log TEST_LOG --allow PATTERN]: count
-# and judge what kunit.py wrote in JSON (--json=FILE) and exited with
-# STATUS (tools/lib/kunit_results.py says how). Prints "passed failed
-# skipped", says each failure on standard error.
-kunit_counts() {
-	python3 -B "$REPO/tools/lib/kunit_results.py" "$@"
-}
-
-# The WARN_ON_ONCE() of submit_bio_noacct() for a read that carries a stream,
-# which blk_write_stream_limits.submission_checks_the_stream provokes.
-KUNIT_EXPECTED_WARN='WARNING: CPU: [0-9]+ PID: [0-9]+ at block/blk-core\.c:[0-9]+ submit_bio_noacct\+'
-
-KUNIT_PASSED=0
-KUNIT_FAILED=0
-KUNIT_SKIPPED=0
-
-# Run every suite on one architecture and add its counts to the totals.
-kunit_arch() {
-	local arch=$1
-	local log=$BUILD/kunit-$arch.log json=$BUILD/kunit-$arch.json rc=0 p f s
-	say "kunit: $arch (log: $log)"
-	mkdir -p "$BUILD"
-	rm -f "$json"
-	kunit_py "$arch" run --json="$json" 2>&1 | tee "$log" || rc=$?
-	# a report of the kernel's detectors fails the run, but for the one WARN
-	# that blk_write_stream_limits provokes on purpose (a read with a stream)
-	read -r p f s <<<"$(kunit_counts "$arch" "$json" "$rc" \
-		--log "$BUILD/kunit-$arch/test.log" --allow "$KUNIT_EXPECTED_WARN")"
-	if [ -z "$s" ]; then
-		say "kunit: $arch: FAILED tools/lib/kunit_results.py printed no counts"
-		p=0 f=1 s=0
-	fi
-	echo "kunit: $arch: $p passed, $f failed, $s skipped"
-	KUNIT_PASSED=$((KUNIT_PASSED + p))
-	KUNIT_FAILED=$((KUNIT_FAILED + f))
-	KUNIT_SKIPPED=$((KUNIT_SKIPPED + s))
-	report_counts "kunit-$arch" "$p" "$f" "$s"
-	[ "$rc" -eq 0 ] && [ "$f" -eq 0 ]
-}
-
-do_kunit() {
-	local arch rc=0
-	tree_current
-	for arch in $(arch_list "$@"); do
-		kunit_arch "$arch" || rc=1
-	done
-	echo "kunit: $KUNIT_PASSED passed, $KUNIT_FAILED failed, $KUNIT_SKIPPED skipped"
-	return $rc
+	BLKCTX_CACHE=$CACHE run_child python3 -B "$LIB/kunit_step.py" config "$1" "$2" || exit 1
 }
 
 # The guests each architecture boots after the first, which runs every test
@@ -193,9 +103,7 @@ do_test() {
 
 # kunit_build ARCH WHO: build the KUnit kernel that WHO's guest boots.
 kunit_build() {
-	local log=$BUILD/kunit-$1-build.log
-	say "$2: building the $1 kernel"
-	kunit_py "$1" build >"$log" 2>&1 || { tail -20 "$log" >&2; die "$2: the kernel does not build"; }
+	BLKCTX_CACHE=$CACHE run_child python3 -B "$LIB/kunit_step.py" build "$1" "$2" || exit 1
 }
 
 # The main job: boot the patched kernel with the emulated eMMC, make ext4,

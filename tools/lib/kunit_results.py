@@ -73,6 +73,26 @@ def count(path, status):
     return counts
 
 
+def judge(arch, path, status, log=None, allow=None):
+    """count(PATH, STATUS), each failure said on standard error; with LOG
+    (the kernel's console), its reports of the kernel's detectors but those
+    ALLOW matches are one failure more."""
+    counts = count(path, status)
+    for what in counts.failures:
+        print("kunit: %s: FAILED %s" % (arch, what), file=sys.stderr)
+    if log:
+        try:
+            lines = guest.read_lines(log)
+        except OSError as e:
+            print("kunit: %s: FAILED cannot read %s: %s" % (arch, log, e.strerror),
+                  file=sys.stderr)
+            counts.failed += 1
+            lines = []
+        counts.failed += guest.say_reports("kunit: %s: " % arch, log,
+                                           guest.kernel_reports(lines, allow))
+    return counts
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("arch", help="the architecture, for the messages")
@@ -81,19 +101,7 @@ def main():
     parser.add_argument("--log", help="the kernel's console: kunit.py's test.log")
     parser.add_argument("--allow", help="a regular expression of reports that are expected")
     opts = parser.parse_args()
-    counts = count(opts.json, opts.status)
-    for what in counts.failures:
-        print("kunit: %s: FAILED %s" % (opts.arch, what), file=sys.stderr)
-    if opts.log:
-        try:
-            lines = guest.read_lines(opts.log)
-        except OSError as e:
-            print("kunit: %s: FAILED cannot read %s: %s" % (opts.arch, opts.log, e.strerror),
-                  file=sys.stderr)
-            counts.failed += 1
-            lines = []
-        counts.failed += guest.say_reports("kunit: %s: " % opts.arch, opts.log,
-                                           guest.kernel_reports(lines, opts.allow))
+    counts = judge(opts.arch, opts.json, opts.status, opts.log, opts.allow)
     print(counts.passed, counts.failed, counts.skipped)
     return 0
 

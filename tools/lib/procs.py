@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.dont_write_bytecode = True
@@ -158,13 +159,29 @@ def objects_since(directory, since):
     return "%d objects compiled" % count
 
 
-def run(cmd, what, every, out=None, detail=None, timeout=None):
+def copy_output(pipe, out):
+    """Everything PIPE gives, to our standard output and to the file OUT."""
+    with pipe:
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            for f in (sys.stdout.buffer, out.buffer):
+                try:
+                    f.write(chunk)
+                    f.flush()
+                except (OSError, ValueError):
+                    pass
+
+
+def run(cmd, what, every, out=None, detail=None, timeout=None, tee=None):
     """Run CMD in a session of its own, its output to the file OUT (or
-    ours), and say every EVERY seconds how long WHAT has run, with DETAIL()
-    if given. Its status (128 + N for a signal N), TIMEOUT_STATUS when
-    TIMEOUT seconds passed and it was stopped, 127 when it could not start.
-    An interrupt (Interrupted) stops it before it propagates."""
+    ours, and with TEE to the file TEE too), and say every EVERY seconds
+    how long WHAT has run, with DETAIL() if given. Its status (128 + N for
+    a signal N), TIMEOUT_STATUS when TIMEOUT seconds passed and it was
+    stopped, 127 when it could not start. An interrupt (Interrupted) stops
+    it before it propagates."""
     proc = None
+    copier = None
+    if tee:
+        out = subprocess.PIPE
     try:
         # a signal while it starts must not leave it running unseen
         with SIGNALS.deferred():
@@ -172,11 +189,15 @@ def run(cmd, what, every, out=None, detail=None, timeout=None):
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT if out else None,
                                         start_new_session=True)
+                if tee:
+                    copier = threading.Thread(target=copy_output, args=(proc.stdout, tee),
+                                              daemon=True)
+                    copier.start()
             except OSError as e:
                 why = "%s: cannot run %s: %s" % (what, cmd[0], e.strerror)
                 say(why)
-                if out:
-                    out.write(why + "\n")
+                if out or tee:
+                    (tee or out).write(why + "\n")
                 return 127
         start = time.monotonic()
         every = max(every, 1)
@@ -192,6 +213,8 @@ def run(cmd, what, every, out=None, detail=None, timeout=None):
                 wait = min(every, left)
             try:
                 status = proc.wait(timeout=wait)
+                if copier:
+                    copier.join()
                 return 128 - status if status < 0 else status
             except subprocess.TimeoutExpired:
                 pass

@@ -66,13 +66,23 @@ for f in sys.argv[1:]:
 	sc_result "shellcheck the guest's /init" $rc "$out"
 }
 
+# sc_kunit_counts ARGS: tools/lib/kunit_results.py's count and judgement.
+sc_kunit_counts() {
+	python3 -B "$REPO/tools/lib/kunit_results.py" "$@"
+}
+
+# sc_expected_warn: the report the KUnit step allows (kunit_step.py's).
+sc_expected_warn() {
+	PYTHONPATH=$REPO/tools/lib python3 -B -c 'import kunit_step; print(kunit_step.EXPECTED_WARN)'
+}
+
 # KUnit: the JSON that kunit.py's parser wrote for each tools/selfcheck/
 # kunit-*.ktap, with the status kunit.py exited with.
 sc_kunit() {
-	local d=$REPO/tools/selfcheck name rc want
+	local d=$REPO/tools/selfcheck name rc want allow status json
 	while read -r name rc want; do
 		sc_same "kunit counts: $name" "$want" \
-			"$(kunit_counts x86_64 "$d/kunit-$name.json" "$rc" 2>/dev/null)"
+			"$(sc_kunit_counts x86_64 "$d/kunit-$name.json" "$rc" 2>/dev/null)"
 	done <<'CASES'
 pass 0 2 0 0
 skip 0 1 0 1
@@ -84,22 +94,22 @@ notests 1 0 1 0
 allskip 0 0 1 2
 CASES
 	sc_same "kunit counts: no JSON (the build failed)" "0 1 0" \
-		"$(kunit_counts x86_64 "$SC_TMP/none.json" 1 2>/dev/null)"
+		"$(sc_kunit_counts x86_64 "$SC_TMP/none.json" 1 2>/dev/null)"
 	echo '{"name": "KUnit Test Group", "test_cases": [{"name": "a", "status": "PASS"},
 		{"name": "b"}]}' >"$SC_TMP/nostatus.json"
 	sc_same "kunit counts: a case with no status is a failure" "1 1 0" \
-		"$(kunit_counts x86_64 "$SC_TMP/nostatus.json" 0 2>/dev/null)"
+		"$(sc_kunit_counts x86_64 "$SC_TMP/nostatus.json" 0 2>/dev/null)"
 	echo '[1]' >"$SC_TMP/list.json"
 	sc_same "kunit counts: JSON not in the form kunit.py writes" "0 1 0" \
-		"$(kunit_counts x86_64 "$SC_TMP/list.json" 0 2>/dev/null)"
+		"$(sc_kunit_counts x86_64 "$SC_TMP/list.json" 0 2>/dev/null)"
 	sc_same "kunit counts: every case passed, kunit.py failed" "2 1 0" \
-		"$(kunit_counts x86_64 "$d/kunit-pass.json" 1 2>/dev/null)"
+		"$(sc_kunit_counts x86_64 "$d/kunit-pass.json" 1 2>/dev/null)"
 	# the kernel's console (kunit.py's test.log): a detector's report is one
 	# failure more, but for the WARN that is expected
 	while IFS='|' read -r name allow want; do
 		sc_same "kunit judged: every case passed, test.log $name" "$want" \
-			"$(kunit_counts x86_64 "$d/kunit-pass.json" 0 --log "$d/$name" \
-				${allow:+--allow "$KUNIT_EXPECTED_WARN"} 2>"$SC_TMP/kunit.err")$(
+			"$(sc_kunit_counts x86_64 "$d/kunit-pass.json" 0 --log "$d/$name" \
+				${allow:+--allow "$(sc_expected_warn)"} 2>"$SC_TMP/kunit.err")$(
 				sed -n 's/^blkctx: kunit: x86_64: \(.*\) (see .*/; \1/p; s/^    \[ *[0-9.]*\] /; /p; s/^kunit: x86_64: FAILED cannot read .*/; cannot read it/p' \
 					"$SC_TMP/kunit.err" | tr -d '\n')"
 	done <<'CASES'
@@ -108,36 +118,39 @@ kunit-warn.log|allow|2 1 0; the kernel reported errors; WARNING: CPU: 0 PID: 170
 guest-lockdep.log|allow|2 1 0; the kernel reported errors; WARNING: possible circular locking dependency detected; BUG: sleeping function called from invalid context at kernel/time/sleep_timeout.c:269; INFO: task emmc_contexts:181 blocked for more than 5 seconds.
 |allow|2 1 0; cannot read it
 CASES
-	# the KUnit step for one architecture, with kunit.py's JSON and console
-	# from tools/selfcheck/: the expected WARN passes, another fails the run
+	# the KUnit step for one architecture (kunit_step.py's run_arch), with
+	# kunit.py's JSON and console from tools/selfcheck/ in place of a run:
+	# the expected WARN passes, another fails the run
 	head -3 "$d/kunit-warn.log" >"$SC_TMP/kunit-expected-warn.log"
-	# kunit.py's status|test.log|what kunit_results.py does ("-": its own)|
-	# the last line, the step's status and what it reported to test
-	while IFS='|' read -r status name counter want; do
-		sc_same "kunit step: kunit.py status $status, test.log ${name##*/}, counts $counter" \
-			"$want" "$( (
-			BUILD=$SC_TMP/kunit-step
-			mkdir -p "$BUILD/kunit-x86_64"
-			kunit_py() {
-				cp "$d/kunit-pass.json" "${3#--json=}"
-				cp "$name" "$BUILD/kunit-x86_64/test.log"
-				return "$status"
-			}
-			[ "$counter" = - ] || kunit_counts() { $counter; }
-			report_counts() { reported="$*"; }
-			out=$(
-				rc=0
-				kunit_arch x86_64 2>/dev/null || rc=$?
-				echo "$reported"
-				exit $rc
-			) && rc=0 || rc=$?
-			echo "$(tail -2 <<<"$out" | head -1), status $rc, reported $(tail -1 <<<"$out")"))"
+	# kunit.py's status|its JSON ("-": none)|test.log|the step's last line,
+	# its status and what it reported to test
+	while IFS='|' read -r status json name want; do
+		sc_same "kunit step: kunit.py status $status, JSON ${json##*/}, test.log ${name##*/}" \
+			"$want" "$(rm -rf "$SC_TMP/kunit-step"
+			mkdir -p "$SC_TMP/kunit-step"
+			: >"$SC_TMP/kunit-step/results"
+			BLKCTX_RESULTS=$SC_TMP/kunit-step/results PYTHONPATH=$REPO/tools/lib \
+				python3 -B - "$SC_TMP/kunit-step" "$status" "$json" "$name" <<'PY' 2>/dev/null | tr -d '\n'
+import shutil, sys
+import common, kunit_step
+common.BUILD, status, json, log = sys.argv[1:]
+def kunit(arch, sub, extra, tee):
+    if json != "-":
+        shutil.copyfile(json, extra[0][len("--json="):])
+    shutil.copyfile(log, kunit_step.build_dir(arch) + "/test.log")
+    return int(status)
+shutil.os.makedirs(kunit_step.build_dir("x86_64"))
+*_, ok = kunit_step.run_arch("x86_64", kunit)
+with open(common.BUILD + "/results") as f:
+    print(", status %d, reported %s" % (0 if ok else 1, f.read().strip()), end="")
+PY
+		)"
 	done <<CASES
-0|$d/guest-pass.log|-|kunit: x86_64: 2 passed, 0 failed, 0 skipped, status 0, reported kunit-x86_64 2 0 0
-0|$SC_TMP/kunit-expected-warn.log|-|kunit: x86_64: 2 passed, 0 failed, 0 skipped, status 0, reported kunit-x86_64 2 0 0
-0|$d/kunit-warn.log|-|kunit: x86_64: 2 passed, 1 failed, 0 skipped, status 1, reported kunit-x86_64 2 1 0
-1|$d/guest-pass.log|-|kunit: x86_64: 2 passed, 1 failed, 0 skipped, status 1, reported kunit-x86_64 2 1 0
-0|$d/guest-pass.log|true|kunit: x86_64: 0 passed, 1 failed, 0 skipped, status 1, reported kunit-x86_64 0 1 0
+0|$d/kunit-pass.json|$d/guest-pass.log|kunit: x86_64: 2 passed, 0 failed, 0 skipped, status 0, reported kunit-x86_64 2 0 0
+0|$d/kunit-pass.json|$SC_TMP/kunit-expected-warn.log|kunit: x86_64: 2 passed, 0 failed, 0 skipped, status 0, reported kunit-x86_64 2 0 0
+0|$d/kunit-pass.json|$d/kunit-warn.log|kunit: x86_64: 2 passed, 1 failed, 0 skipped, status 1, reported kunit-x86_64 2 1 0
+1|$d/kunit-pass.json|$d/guest-pass.log|kunit: x86_64: 2 passed, 1 failed, 0 skipped, status 1, reported kunit-x86_64 2 1 0
+0|-|$d/guest-pass.log|kunit: x86_64: 0 passed, 1 failed, 0 skipped, status 1, reported kunit-x86_64 0 1 0
 CASES
 }
 
@@ -221,7 +234,7 @@ INFO: task emmc_contexts:181 blocked for more than 5 seconds.
 WARNING: CPU: 0 PID: 170 at fs/ext4/context.c:42 ext4_context_note_write+0x11/0x40" \
 		"$( (python3 -B "$REPO/tools/lib/guest.py" reports "$d/guest-lockdep.log"
 			python3 -B "$REPO/tools/lib/guest.py" reports "$d/kunit-warn.log" \
-				--allow "$KUNIT_EXPECTED_WARN") | sed 's/^\[ *[0-9.]*\] //')"
+				--allow "$(sc_expected_warn)") | sed 's/^\[ *[0-9.]*\] //')"
 }
 
 # A guest's boot (tools/lib/guest.py boot) with a stand-in for QEMU: the
@@ -1109,6 +1122,30 @@ other waits" "$out"
 locked" "$out"
 }
 
+# The same lock taken by the commands written in Python (common.py lock).
+sc_lock_py() {
+	local t=$SC_TMP/lockpy out
+	local take="import common; common.lock('kunit'); print('locked')"
+	mkdir -p "$t"
+	out=$( (
+		CACHE=$t
+		unset BLKCTX_LOCK_FD
+		cache_lock test
+		BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib timeout 10 python3 -B -c "$take"
+		unset BLKCTX_LOCK_FD
+		BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib timeout 2 python3 -B -c "$take" ||
+			echo "status $?"
+	) 2>&1)
+	sc_same "lock (python): test's steps share it, another run waits, saying for whom" \
+		"locked
+blkctx: waiting for $t, in use by tools/blkctx test (pid P, user $(id -un), since X)
+status 124" "$(printf '%s\n' "$out" | sed 's/(pid [0-9]*\(.*since \).*)/(pid P\1X)/')"
+	out=$(BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib python3 -B -c "$take
+print(open('$t/.lock').read().split(' (')[0])" 2>&1)
+	sc_same "lock (python): taken when free, and says who holds it" "locked
+tools/blkctx kunit" "$out"
+}
+
 # checkpatch: a Fixes: tag the tree cannot look up passes only with the id
 # and subject tools/upstream-commits.txt lists.
 sc_upstream_commits() {
@@ -1119,7 +1156,9 @@ sc_upstream_commits() {
 			'Fixes: 406e14808ee7 ("mmc: block: Remove error check of hw_reset on reset")' \
 			'Fixes: 406e14808ee6 ("mmc: block: Remove error check")'; do
 			printf 'Subject: [PATCH] a fix\n\n%s\n' "$tag" >"$f"
-			if upstream_commit_known "$f" "${tag:7:12}"; then echo known; else echo unknown; fi
+			PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, checkpatch_step
+print("known" if checkpatch_step.upstream_commit_known(*sys.argv[1:]) else "unknown")' \
+				"$f" "${tag:7:12}"
 		done
 	)
 	sc_same "checkpatch: only a listed commit id with its subject passes" "known
@@ -1127,7 +1166,7 @@ unknown
 unknown" "$rc"
 }
 
-# checkpatch_strict: one checkpatch run whose typed findings are judged: only
+# checkpatch_step.py's judge: one checkpatch run whose typed findings are judged: only
 # ext4's Opt_ CamelCase and a listed upstream commit id are let through, and
 # a checkpatch that fails with no finding fails (a fake checkpatch.pl prints
 # what each patch file holds after "OUT:" and exits with its "RC:").
@@ -1155,8 +1194,8 @@ FAKE
 	printf 'Fixes: 406e14808ee6 ("another subject")\nRC: 1\n%s\n' "$unknown" >"$t/unlisted.patch"
 	printf 'RC: 2\nOUT: Traceback (most recent call last):\n' >"$t/crashed.patch"
 	while read -r name want; do
-		got=$( (TREE=$t/tree
-			if checkpatch_strict "$t/$name.patch" >/dev/null 2>&1; then echo pass; else echo fail; fi) )
+		got=$(if python3 -B "$REPO/tools/lib/checkpatch_step.py" judge "$t/tree" "$t/$name.patch" \
+			>/dev/null 2>&1; then echo pass; else echo fail; fi)
 		sc_same "checkpatch judged: $name" "$want" "$got"
 	done <<'CASES'
 clean pass
@@ -1206,6 +1245,7 @@ do_selfcheck() {
 	sc_bootstrap
 	sc_env_doc
 	sc_lock
+	sc_lock_py
 	sc_progress
 	sc_interrupt
 	sc_test_interrupt

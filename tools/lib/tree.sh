@@ -54,18 +54,15 @@ arch_list() {
 	fi
 }
 
-# Patch files in series order: series/, kunit/, selftests/; the cover letter is not a patch.
+# Patch files in series order: series/, kunit/, selftests/; the cover letter
+# is not a patch. The list and the digests are tools/lib/common.py's, which
+# the commands written in Python read too.
 patch_files() {
-	local d
-	for d in series kunit selftests; do
-		find "$REPO/$d" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' \
-			! -name '0000-cover-letter.patch' | sort
-	done
+	python3 -B "$LIB/common.py" files "$REPO"
 }
 
 patches_digest() {
-	{ patch_files | xargs -r cat; cat "$TARBALL.version" 2>/dev/null || true; } |
-		sha256sum | cut -c1-16
+	python3 -B "$LIB/common.py" digest "$REPO" "$TARBALL"
 }
 
 tarball_version() {
@@ -89,16 +86,14 @@ tree_unexported() {
 # tree_current: the tree exists and was prepared or exported from the patch
 # files as they are now; commits made since in the tree are fine.
 tree_current() {
-	[ -d "$TREE/.git" ] || die "no tree: run tools/blkctx prepare"
-	[ "$(cat "$TREE/.git/blkctx-applied" 2>/dev/null)" = "$(patches_digest)" ] ||
-		die "series/, kunit/ or selftests/ changed since $TREE was prepared or exported: run tools/blkctx prepare to apply them (it refuses while the tree has commits that are not exported; export those first)"
+	python3 -B "$LIB/common.py" current "$REPO" "$TREE" "$TARBALL" || exit 1
 }
 
 # tree_state: the tree's commit and its uncommitted changes, as a digest; a
 # kernel built from the tree records it, and a guest boots only a kernel
 # whose record matches the tree as it is now.
 tree_state() {
-	{ tgit rev-parse HEAD; tgit diff HEAD; } | sha256sum | cut -c1-16
+	python3 -B "$LIB/common.py" state "$TREE"
 }
 
 # tree_exact: tree_current, and the tree holds nothing more than the files.
@@ -283,66 +278,6 @@ write_cover() {
 		echo
 		based_on
 	} >"$file"
-}
-
-# upstream_commit_known PATCH ID: the patch's Fixes: tag names ID with the
-# subject tools/upstream-commits.txt gives it.
-upstream_commit_known() {
-	local subject
-	subject=$(sed -n "s/^$2 //p" "$REPO/tools/upstream-commits.txt")
-	[ -n "$subject" ] && grep -qxF "Fixes: $2 (\"$subject\")" "$1"
-}
-
-# checkpatch_strict PATCH: checkpatch --strict, where the findings let
-# through are CamelCase in ext4's Opt_* mount option constants, which follow
-# fs/ext4/super.c's own convention, and a mainline commit id the tree cannot
-# know (it has no history before 6.12) that tools/upstream-commits.txt lists
-# with the subject the Fixes: tag gives.
-checkpatch_strict() {
-	local out line id allowed=0 bad=0
-	# one run; its findings, typed, are then judged one by one
-	out=$(cd "$TREE" && perl scripts/checkpatch.pl --strict --quiet --show-types "$1" 2>&1) &&
-		return 0
-	while IFS= read -r line; do
-		case $line in
-		WARNING:UNKNOWN_COMMIT_ID:*)
-			id=$(printf '%s\n' "$line" | sed -n "s/^WARNING:UNKNOWN_COMMIT_ID: Unknown commit id '\([0-9a-f]*\)'.*/\1/p")
-			if [ -n "$id" ] && upstream_commit_known "$1" "$id"; then
-				allowed=$((allowed + 1))
-			else
-				bad=1
-			fi
-			;;
-		CHECK:CAMELCASE:*)
-			if [[ $line =~ ^CHECK:CAMELCASE:\ Avoid\ CamelCase:\ \<Opt_[a-z_]*\>$ ]]; then
-				allowed=$((allowed + 1))
-			else
-				bad=1
-			fi
-			;;
-		ERROR:* | WARNING:* | CHECK:*) bad=1 ;;
-		esac
-	done <<<"$out"
-	# checkpatch failed with nothing let through: it failed for another reason
-	[ $bad -eq 0 ] && [ $allowed -gt 0 ] && return 0
-	printf '%s\n' "$out"
-	return 1
-}
-
-do_checkpatch() {
-	tree_current
-	local f bad=0 out
-	while read -r f; do
-		if out=$(checkpatch_strict "$f"); then
-			echo "ok       $(basename "$f")"
-		else
-			echo "FAILED   $(basename "$f")"
-			printf '%s\n' "$out" | sed 's/^/    /'
-			bad=$((bad + 1))
-		fi
-	done < <(patch_files)
-	echo "checkpatch: $(patch_files | wc -l) patches, $bad with findings"
-	[ $bad -eq 0 ]
 }
 
 # One .config per architecture: the KUnit config, which also enables the code

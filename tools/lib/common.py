@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: GPL-2.0
+"""What the commands written in Python share with tools/lib/blkctx.sh: the
+paths and settings, the per-architecture facts of tools/lib/arches, the
+cache's lock, a step's results for "tools/blkctx test", and the patch
+files and the kernel tree's state (tools/lib/tree.sh calls "common.py
+digest" and "common.py state", so each has one implementation)."""
+
+import fcntl
+import getpass
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from typing import Dict, List, NamedTuple
+
+sys.dont_write_bytecode = True
+
+# after the line above: procs imports nothing that writes bytecode
+from procs import say  # noqa: E402
+
+LIB = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(LIB))
+CACHE = os.path.realpath(os.environ.get("BLKCTX_CACHE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "blkctx"))
+TREE = os.path.join(CACHE, "linux")
+BUILD = os.path.join(CACHE, "build")
+TARBALL = os.environ.get("BLKCTX_TARBALL") or "/usr/src/linux-source-6.12.tar.xz"
+JOBS = os.environ.get("BLKCTX_JOBS") or str(os.cpu_count() or 1)
+os.environ.setdefault("CCACHE_DIR", os.path.join(CACHE, "ccache"))
+
+
+class Arch(NamedTuple):
+    """One line of tools/lib/arches."""
+    name: str
+    linux: str
+    cross_compile: str
+    deb_arch: str
+    triplet: str
+    kconfig: List[str]
+
+
+def read_arches() -> Dict[str, Arch]:
+    arches = {}
+    with open(os.path.join(LIB, "arches")) as table:
+        for line in table:
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            name, linux, cc, deb, triplet, kconfig = words
+            arches[name] = Arch(name, linux, "" if cc == "-" else cc, deb, triplet,
+                                kconfig.split(","))
+    return arches
+
+
+ARCHES = read_arches()
+
+
+class Failure(Exception):
+    """A command that cannot go on; main() says why and reports it."""
+
+
+def report(name, passed, failed, skipped):
+    """Results for the "tools/blkctx test" that runs this command as one of
+    its steps, if any (report_counts in blkctx.sh)."""
+    results = os.environ.get("BLKCTX_RESULTS")
+    if results:
+        with open(results, "a") as f:
+            f.write("%s %d %d %d\n" % (name, passed, failed, skipped))
+
+
+def fail(text):
+    """What blkctx.sh's die does: say it, and count one failure more for
+    the test that runs this step."""
+    say("error: " + text)
+    report("die", 0, 1, 0)
+
+
+def lock(command):
+    """Hold $CACHE/.lock while the command runs, as blkctx.sh's cache_lock:
+    a step of "tools/blkctx test" inherits test's locked descriptor
+    (BLKCTX_LOCK_FD); anyone else waits, saying for whom. Returns the
+    descriptor, which stays open until the process ends."""
+    os.makedirs(CACHE, exist_ok=True)
+    path = os.path.join(CACHE, ".lock")
+    inherited = os.environ.get("BLKCTX_LOCK_FD", "")
+    if inherited.isdigit():
+        fd = int(inherited)
+        try:
+            if os.readlink("/proc/self/fd/%d" % fd) == path:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+        except OSError:
+            pass
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            with open(path) as f:
+                holder = f.read().strip()
+        except OSError:
+            holder = ""
+        say("waiting for %s, in use by %s" % (CACHE, holder or "another run"))
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    with open(path, "w") as f:
+        f.write("tools/blkctx %s (pid %d, user %s, since %s)\n" % (
+            command, os.getpid(), getpass.getuser(), time.strftime("%Y-%m-%d %H:%M:%S")))
+    os.set_inheritable(fd, True)
+    os.environ["BLKCTX_LOCK_FD"] = str(fd)
+    return fd
+
+
+def patch_files(repo=REPO) -> List[str]:
+    """The patch files in the order git am takes them: series/, kunit/,
+    selftests/; the cover letter is not a patch."""
+    files = []
+    for directory in ("series", "kunit", "selftests"):
+        path = os.path.join(repo, directory)
+        try:
+            names = os.listdir(path)
+        except FileNotFoundError:
+            continue
+        files += [os.path.join(path, name) for name in sorted(names)
+                  if len(name) > 11 and name[:4].isdigit() and name[4] == "-"
+                  and name.endswith(".patch") and name != "0000-cover-letter.patch"]
+    return files
+
+
+def patches_digest(repo=REPO, tarball=TARBALL) -> str:
+    """The patch files and the tarball's version: prepare and export record
+    it in the tree, and a tree with another one is not the files'."""
+    digest = hashlib.sha256()
+    for path in patch_files(repo):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    try:
+        with open(tarball + ".version", "rb") as f:
+            digest.update(f.read())
+    except OSError:
+        pass
+    return digest.hexdigest()[:16]
+
+
+def tree_git(tree, *args) -> bytes:
+    return subprocess.run(["git", "-C", tree] + list(args), check=True,
+                          stdout=subprocess.PIPE).stdout
+
+
+def tree_state(tree=TREE) -> str:
+    """The tree's commit and its uncommitted changes, as a digest: a kernel
+    built from the tree records it, and a guest boots only a kernel whose
+    record matches the tree as it is now."""
+    digest = hashlib.sha256(tree_git(tree, "rev-parse", "HEAD") + tree_git(tree, "diff", "HEAD"))
+    return digest.hexdigest()[:16]
+
+
+def tree_current(tree=TREE, repo=REPO, tarball=TARBALL):
+    """Raise Failure unless the tree was prepared or exported from the
+    patch files as they are now; commits made since in the tree are fine."""
+    if not os.path.isdir(os.path.join(tree, ".git")):
+        raise Failure("no tree: run tools/blkctx prepare")
+    try:
+        with open(os.path.join(tree, ".git", "blkctx-applied")) as f:
+            applied = f.read().strip()
+    except OSError:
+        applied = ""
+    if applied != patches_digest(repo, tarball):
+        raise Failure("series/, kunit/ or selftests/ changed since %s was prepared or exported: "
+                      "run tools/blkctx prepare to apply them (it refuses while the tree has "
+                      "commits that are not exported; export those first)" % tree)
+
+
+def main(argv):
+    """What tools/lib/tree.sh lists, records and compares, for the paths it
+    gives (a selfcheck case gives its own):
+      files REPO                 patch_files, one a line
+      digest REPO TARBALL        patches_digest
+      state TREE                 tree_state
+      current REPO TREE TARBALL  tree_current: fails (as die), saying why"""
+    try:
+        if len(argv) == 2 and argv[0] == "files":
+            for path in patch_files(argv[1]):
+                print(path)
+        elif len(argv) == 3 and argv[0] == "digest":
+            print(patches_digest(argv[1], argv[2]))
+        elif len(argv) == 2 and argv[0] == "state":
+            print(tree_state(argv[1]))
+        elif len(argv) == 4 and argv[0] == "current":
+            tree_current(argv[2], argv[1], argv[3])
+        else:
+            print("usage:" + main.__doc__.split(":", 1)[1], file=sys.stderr)
+            return 2
+    except Failure as e:
+        fail(str(e))
+        return 1
+    except (OSError, subprocess.CalledProcessError) as e:
+        say("common.py %s: %s" % (argv[0], e))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
