@@ -225,7 +225,6 @@ main() {
 	reorder) do_reorder ;;
 	selftests) do_selftests_both "$@" ;;
 	build-each) do_build_each "$@" ;;
-	pahole) do_pahole "$@" ;;
 	warnings) do_warnings "$@" ;;
 	mail) do_mail "$@" ;;
 	mail-check) do_mail_check ;;

@@ -2,12 +2,13 @@
 """The front door of tools/blkctx: every command with its arguments, what it
 does and the environment it reads, in one table each. A command's arguments
 and settings are checked here before anything is done (a mistake exits 2
-with the usage); then the command runs in this process: kunit and
-checkpatch in Python (tools/lib/*_step.py), the others in
+with the usage); then the command runs in this process: kunit, checkpatch
+and pahole in Python (tools/lib/*_step.py), the others in
 tools/lib/blkctx.sh (exec), with
 the arguments in one form (--reroll=N, --from=IDENT)."""
 
 import argparse
+import importlib
 import os
 import re
 import signal
@@ -248,19 +249,18 @@ def check_environment(parser):
             parser.error('%s: whole seconds, more than 0 (not "%s")' % (name, value))
 
 
+# the commands written in Python: their modules in tools/lib
+PYTHON_COMMANDS = {"kunit": "kunit_step", "checkpatch": "checkpatch_step",
+                   "pahole": "pahole_step"}
+
+
 def run(argv):
-    """Run the command ARGV[0] with its arguments in this process: kunit
-    and checkpatch in Python (tools/lib/*_step.py), the others in
-    blkctx.sh."""
-    if argv[0] in ("kunit", "checkpatch"):
+    """Run the command ARGV[0] with its arguments in this process: those
+    of PYTHON_COMMANDS in Python, the others in blkctx.sh."""
+    if argv[0] in PYTHON_COMMANDS:
         sys.dont_write_bytecode = True
         sys.path.insert(0, LIB)
-        # pylint: disable=import-outside-toplevel
-        if argv[0] == "kunit":
-            import kunit_step
-            return kunit_step.main(argv)
-        import checkpatch_step
-        return checkpatch_step.main(argv)
+        return importlib.import_module(PYTHON_COMMANDS[argv[0]]).main(argv)
     sys.stdout.flush()
     bash = os.path.join(LIB, "blkctx.sh")
     os.execvp("bash", ["bash", bash] + argv)

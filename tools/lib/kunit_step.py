@@ -16,6 +16,7 @@ whose record matches the tree as it is now.
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True
@@ -181,6 +182,9 @@ def main(argv, lock=True):
         return 0
     except Failure as e:
         common.fail(str(e))
+        return 1
+    except (OSError, subprocess.CalledProcessError) as e:
+        common.fail("kunit: %s" % e)
         return 1
     except Interrupted as e:
         say("interrupted" if e.signum == 2 else "terminated")

@@ -1207,6 +1207,39 @@ crashed fail
 CASES
 }
 
+# pahole_step.py: the size pahole prints, and the judgement: the same size
+# passes, a grown struct or one pahole cannot find fails (a fake pahole
+# prints a size by the object's name: 136 for same.o and old.o, 144 for
+# grown.o, nothing for gone.o).
+sc_pahole_judge() {
+	local t=$SC_TMP/pahole pristine patched want
+	mkdir -p "$t/bin"
+	cat >"$t/bin/pahole" <<'FAKE'
+#!/bin/sh
+case $3 in
+*/same.o | */old.o) printf 'struct bio {\n\tint x;\n\t/* size: 136, cachelines: 3, members: 20 */\n};\n' ;;
+*/grown.o) printf 'struct bio {\n\t/* size: 144, cachelines: 3, members: 21 */\n};\n' ;;
+esac
+FAKE
+	chmod +x "$t/bin/pahole"
+	touch "$t/same.o" "$t/old.o" "$t/grown.o" "$t/gone.o"
+	while read -r pristine patched want; do
+		sc_same "pahole judged: $pristine against $patched" "$want" \
+			"$(PATH=$t/bin:$PATH PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, pahole_step
+line, ok = pahole_step.compare("x86_64", "bio", pahole_step.size("bio", [sys.argv[1]]),
+                               pahole_step.size("bio", [sys.argv[2]]))
+print(line.split(": ", 2)[2], ok)' "$t/$pristine" "$t/$patched" 2>&1)"
+	done <<'CASES'
+old.o same.o 136 bytes, as in the pristine tree True
+old.o grown.o 144 bytes, pristine 136: FAILED False
+old.o gone.o ? bytes, pristine 136: FAILED False
+gone.o gone.o ? bytes, pristine ?: FAILED False
+CASES
+	sc_same "pahole: the first object that has the struct" "136" \
+		"$(PATH=$t/bin:$PATH python3 -B "$REPO/tools/lib/pahole_step.py" size bio "$t/gone.o" \
+			"$t/missing.o" "$t/old.o" "$t/grown.o")"
+}
+
 # bench_table on a canned console: the rows over seeds (mean, spread, the
 # change against none, limit and gap, learned and its gap), ctxbench's
 # other lines and the kernel's ignored.
@@ -1251,6 +1284,7 @@ do_selfcheck() {
 	sc_test_interrupt
 	sc_upstream_commits
 	sc_checkpatch_judge
+	sc_pahole_judge
 	sc_bench_table
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
 	[ $SC_FAILED -eq 0 ]

@@ -385,70 +385,11 @@ do_build_each() {
 	say "build-each: all $total patches build on $arch$([ $llvm -eq 0 ] || echo ' with LLVM=1')"
 }
 
-# struct bio and struct request must not grow: build the objects that define
-# them with debug info, in the pristine and the patched tree, and compare.
-PAHOLE_OBJECTS="block/bio.o block/blk-mq.o"
-
-pahole_build() {
-	local arch=$1 tree=$2 out=$3 stamp=$4 fresh o
-	mkdir -p "$out"
-	kunit_config "$arch" "$out/.config.want"
-	# a changed kunitconfig changes both builds: never compare stale objects
-	stamp="$stamp $(sha256sum <"$out/.config.want" | cut -c1-16)"
-	# warnings rebuilds some of the objects: one may be missing
-	fresh=1
-	[ "$(cat "$out/.blkctx-built" 2>/dev/null)" = "$stamp" ] || fresh=0
-	for o in $PAHOLE_OBJECTS; do
-		[ -f "$out/$o" ] || fresh=0
-	done
-	[ $fresh -eq 0 ] || return 0
-	mv "$out/.config.want" "$out/.config"
-	: >"$out/build.log"
-	TREE=$tree arch_make_cmd "$arch"
-	# shellcheck disable=SC2086 # a list of objects
-	with_progress "pahole: $arch build" "$out" "$out/.config" "$out/build.log" \
-		"${ARCH_MAKE[@]}" O="$out" CC="ccache ${arch_cc[$arch]}gcc" \
-		KCFLAGS=-g olddefconfig prepare $PAHOLE_OBJECTS -j"$JOBS" ||
-		{ tail -20 "$out/build.log" >&2; die "pahole: build in $tree failed"; }
-	echo "$stamp" >"$out/.blkctx-built"
-}
-
-struct_size() {
-	pahole -C "$1" "$2" 2>/dev/null | sed -n 's/.*\/\* size: \([0-9]*\),.*/\1/p' | head -1
-}
-
+# pahole_ready ARCH: the pristine and the patched build of the objects
+# that define struct bio and struct request, which warnings rebuilds with
+# W=1 (tools/lib/pahole_step.py, which runs the pahole command).
 pahole_ready() {
-	local arch=$1 wt=$CACHE/pristine-wt
-	if [ ! -d "$wt" ] || [ "$(git -C "$wt" rev-parse HEAD 2>/dev/null)" != "$(tgit rev-parse pristine)" ]; then
-		rm -rf "$wt"
-		tgit worktree prune
-		tgit worktree add -q --detach "$wt" pristine
-	fi
-	pahole_build "$arch" "$wt" "$BUILD/pahole-pristine-$arch" "$(tgit rev-parse pristine)"
-	pahole_build "$arch" "$TREE" "$BUILD/pahole-patched-$arch" "$(tgit rev-parse HEAD)"
-}
-
-do_pahole() {
-	local arch s fail=0 a b o
-	command -v pahole >/dev/null || die "pahole not found: run tools/blkctx setup"
-	tree_current
-	for arch in $(arch_list "$@"); do
-		pahole_ready "$arch"
-		for s in bio request; do
-			for o in $PAHOLE_OBJECTS; do
-				a=$(struct_size "$s" "$BUILD/pahole-pristine-$arch/$o")
-				[ -n "$a" ] && break
-			done
-			b=$(struct_size "$s" "$BUILD/pahole-patched-$arch/$o")
-			if [ -n "$a" ] && [ "$a" = "$b" ]; then
-				echo "pahole: $arch struct $s: $b bytes, as in the pristine tree"
-			else
-				echo "pahole: $arch struct $s: ${b:-?} bytes, pristine ${a:-?}: FAILED"
-				fail=1
-			fi
-		done
-	done
-	return $fail
+	BLKCTX_CACHE=$CACHE run_child python3 -B "$LIB/pahole_step.py" ready "$1" || exit 1
 }
 
 # W=1 and sparse on every C file the series touches, in the pristine and the
