@@ -45,11 +45,12 @@ def upstream_commit_known(patch, commit, repo=common.REPO):
         return any(line.rstrip("\n") == tag for line in f)
 
 
-def judge(patch, tree=common.TREE, repo=common.REPO):
-    """(passes, checkpatch's output) for PATCH."""
+def judge(patch, tree=None, repo=common.REPO):
+    """(passes, checkpatch's output) for PATCH, with the checkpatch.pl of
+    TREE (the kernel tree)."""
     run = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict", "--quiet",
                           "--show-types", os.path.abspath(patch)],
-                         cwd=tree, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         cwd=tree or common.TREE, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, errors="replace")
     if run.returncode == 0:
         return True, run.stdout
@@ -92,6 +93,7 @@ def command_checkpatch():
 
 
 def main(argv, lock=True):
+    common.python_signals()
     try:
         if argv == ["checkpatch"]:
             if lock:

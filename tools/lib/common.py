@@ -5,10 +5,12 @@ cache's lock, a step's results for "tools/blkctx test", and the patch
 files and the kernel tree's state (tools/lib/tree.sh calls "common.py
 digest" and "common.py state", so each has one implementation)."""
 
+import argparse
 import fcntl
 import getpass
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,7 +28,8 @@ CACHE = os.path.realpath(os.environ.get("BLKCTX_CACHE") or os.path.join(
 TREE = os.path.join(CACHE, "linux")
 BUILD = os.path.join(CACHE, "build")
 TARBALL = os.environ.get("BLKCTX_TARBALL") or "/usr/src/linux-source-6.12.tar.xz"
-JOBS = os.environ.get("BLKCTX_JOBS") or str(os.cpu_count() or 1)
+# as nproc counts: the CPUs this process may run on
+JOBS = os.environ.get("BLKCTX_JOBS") or str(len(os.sched_getaffinity(0)))
 os.environ.setdefault("CCACHE_DIR", os.path.join(CACHE, "ccache"))
 
 
@@ -42,11 +45,14 @@ class Arch(NamedTuple):
 
 def read_arches() -> Dict[str, Arch]:
     arches = {}
-    with open(os.path.join(LIB, "arches")) as table:
-        for line in table:
+    path = os.path.join(LIB, "arches")
+    with open(path) as table:
+        for number, line in enumerate(table, 1):
             words = line.split()
             if not words or words[0].startswith("#"):
                 continue
+            if len(words) != 6:
+                raise SystemExit("%s:%d: not the six columns of an architecture" % (path, number))
             name, linux, cc, deb, triplet, kconfig = words
             arches[name] = Arch(name, linux, "" if cc == "-" else cc, deb, triplet,
                                 kconfig.split(","))
@@ -54,6 +60,23 @@ def read_arches() -> Dict[str, Arch]:
 
 
 ARCHES = read_arches()
+
+
+def arch_name(value):
+    """An argparse type: a name of tools/lib/arches."""
+    if value not in ARCHES:
+        raise argparse.ArgumentTypeError("unknown architecture %s (known: %s)" % (
+            value, " ".join(ARCHES)))
+    return value
+
+
+def python_signals():
+    """The signals as Python has them (cli.py gives SIGPIPE and SIGXFSZ
+    their defaults back for blkctx.sh): a reader that goes away is then an
+    error that the command handles, stopping what it started, and not the
+    end of this process with its children left running."""
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
 class Failure(Exception):
@@ -92,7 +115,7 @@ def lock(command):
                 return fd
         except OSError:
             pass
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

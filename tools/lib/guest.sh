@@ -575,7 +575,7 @@ guest_arch() {
 	local arch=$1 kdir=$BUILD/$GUEST_BUILD-$1
 	local log=$BUILD/selftests-$1${GUEST_LOG_SUFFIX:-}.log
 	local initrd=${GUEST_INITRD:-$GUEST_DIR/$1/initramfs.cpio.gz} kernel missing
-	local rc=0 start p f s t0 lock
+	local rc=0 start p f s t0 lock state
 	local -a dirs
 	GUEST_ARCH_OK=0
 	if ! kernel=$(guest_qemu_params "$arch"); then
@@ -590,8 +590,10 @@ guest_arch() {
 		guest_count 0 1 0
 		return 0
 	fi
+	# an unreadable tree has no state: then no kernel matches it
 	if [ "$GUEST_BUILD" = kunit ] &&
-		[ "$(cat "$kdir/.blkctx-tree" 2>/dev/null)" != "$(tree_state)" ]; then
+		{ ! state=$(tree_state) || [ -z "$state" ] ||
+			[ "$(cat "$kdir/.blkctx-tree" 2>/dev/null)" != "$state" ]; }; then
 		say "selftests: $arch: $kernel was not built from the tree as it is now (tools/blkctx kunit $arch builds it)"
 		guest_count 0 1 0
 		return 0

@@ -99,9 +99,13 @@ def config(arch, dest):
     if not os.path.isfile(made) or \
             mtime(os.path.join(REPO, "kunitconfig")) > mtime(made) or \
             mtime(os.path.join(REPO, "qemu_configs", arch + ".py")) > mtime(made):
-        with open(os.devnull, "w") as null:
-            if kunit_py(arch, "config", out=null) != 0 or not os.path.isfile(made):
-                raise Failure("kunit.py config for %s failed" % arch)
+        log = os.path.join(common.BUILD, "kunit-%s-config.log" % arch)
+        with open(log, "w") as out:
+            status = kunit_py(arch, "config", out=out)
+        if status != 0 or not os.path.isfile(made):
+            with open(log, errors="replace") as f:
+                sys.stderr.write("".join(f.readlines()[-20:]))
+            raise Failure("kunit.py config for %s failed (see %s)" % (arch, log))
     shutil.copyfile(made, dest)
 
 
@@ -160,14 +164,16 @@ def main(argv, lock=True):
     parser = argparse.ArgumentParser(prog="kunit_step.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
     p = sub.add_parser("kunit")
-    p.add_argument("arch", nargs="*", choices=list(common.ARCHES))
+    # not choices: argparse checks an empty list against them
+    p.add_argument("arch", nargs="*", type=common.arch_name)
     p = sub.add_parser("build")
-    p.add_argument("arch", choices=list(common.ARCHES))
+    p.add_argument("arch", type=common.arch_name)
     p.add_argument("who")
     p = sub.add_parser("config")
-    p.add_argument("arch", choices=list(common.ARCHES))
+    p.add_argument("arch", type=common.arch_name)
     p.add_argument("file")
     opts = parser.parse_args(argv)
+    common.python_signals()
     SIGNALS.install()
     try:
         if opts.what == "kunit":

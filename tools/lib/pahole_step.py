@@ -154,6 +154,7 @@ def command_pahole(arches):
 
 
 def main(argv, lock=True):
+    common.python_signals()
     SIGNALS.install()
     try:
         if argv and argv[0] == "pahole" and all(a in common.ARCHES for a in argv[1:]):

@@ -159,16 +159,48 @@ def objects_since(directory, since):
     return "%d objects compiled" % count
 
 
-def copy_output(pipe, out):
-    """Everything PIPE gives, to our standard output and to the file OUT."""
-    with pipe:
-        for chunk in iter(lambda: pipe.read1(65536), b""):
-            for f in (sys.stdout.buffer, out.buffer):
+class Tee:
+    """A thread that copies everything a child's PIPE gives to our standard
+    output and to the file OUT; a write to OUT that fails is remembered
+    (the log is then not whole), one to our standard output is not."""
+
+    def __init__(self, pipe, out):
+        self.pipe = pipe
+        self.out = out
+        self.error = None
+        self.thread = threading.Thread(target=self.copy, daemon=True)
+        self.thread.start()
+
+    def copy(self):
+        with self.pipe:
+            for chunk in iter(lambda: self.pipe.read1(65536), b""):
                 try:
-                    f.write(chunk)
-                    f.flush()
+                    sys.stdout.buffer.write(chunk)
+                    sys.stdout.buffer.flush()
                 except (OSError, ValueError):
                     pass
+                try:
+                    self.out.buffer.write(chunk)
+                    self.out.buffer.flush()
+                except (OSError, ValueError) as e:
+                    self.error = self.error or e
+
+    def finish(self, proc, what):
+        """Wait for the end of the output: the pipe closes when the last
+        process that holds it ends. One that CMD left behind in its session
+        is stopped after BLKCTX_STOP_SECONDS, then the rest is copied."""
+        self.thread.join(stop_seconds())
+        if self.thread.is_alive():
+            say("%s: its output is still open after it ended: stopping what it left" % what)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.thread.join(1)
+        if self.error:
+            say("%s: cannot write its log: %s" % (what, self.error))
+            return False
+        return True
 
 
 def run(cmd, what, every, out=None, detail=None, timeout=None, tee=None):
@@ -176,8 +208,9 @@ def run(cmd, what, every, out=None, detail=None, timeout=None, tee=None):
     ours, and with TEE to the file TEE too), and say every EVERY seconds
     how long WHAT has run, with DETAIL() if given. Its status (128 + N for
     a signal N), TIMEOUT_STATUS when TIMEOUT seconds passed and it was
-    stopped, 127 when it could not start. An interrupt (Interrupted) stops
-    it before it propagates."""
+    stopped, 127 when it could not start, 1 when it passed but TEE could
+    not be written. An interrupt (Interrupted) stops it before it
+    propagates."""
     proc = None
     copier = None
     if tee:
@@ -190,9 +223,7 @@ def run(cmd, what, every, out=None, detail=None, timeout=None, tee=None):
                                         stderr=subprocess.STDOUT if out else None,
                                         start_new_session=True)
                 if tee:
-                    copier = threading.Thread(target=copy_output, args=(proc.stdout, tee),
-                                              daemon=True)
-                    copier.start()
+                    copier = Tee(proc.stdout, tee)
             except OSError as e:
                 why = "%s: cannot run %s: %s" % (what, cmd[0], e.strerror)
                 say(why)
@@ -213,9 +244,10 @@ def run(cmd, what, every, out=None, detail=None, timeout=None, tee=None):
                 wait = min(every, left)
             try:
                 status = proc.wait(timeout=wait)
-                if copier:
-                    copier.join()
-                return 128 - status if status < 0 else status
+                status = 128 - status if status < 0 else status
+                if copier and not copier.finish(proc, what) and status == 0:
+                    status = 1
+                return status
             except subprocess.TimeoutExpired:
                 pass
             ran = int(time.monotonic() - start)
@@ -227,6 +259,9 @@ def run(cmd, what, every, out=None, detail=None, timeout=None, tee=None):
         # interrupted: later signals are ignored while it is stopped
         if proc and proc.poll() is None:
             stop(proc, SIGNALS.got or signal.SIGTERM, what)
+        # stopped (a timeout or an interrupt): the log gets what it said last
+        if copier and copier.thread.is_alive():
+            copier.finish(proc, what)
 
 
 def main():

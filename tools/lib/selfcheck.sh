@@ -957,11 +957,11 @@ CASES
 	mkdir -p "$SC_TMP/cli-lib"
 	printf '%s\n' 'echo "args $*"' 'sed -n "s/^SigIgn:[[:space:]]*//p" /proc/$$/status' \
 		>"$SC_TMP/cli-lib/blkctx.sh"
-	rc=$(sc_py_cli 'cli.LIB = sys.argv[1]
-cli.main(["kunit", "arm"])' "$SC_TMP/cli-lib" 2>&1)
+	rc=$(BLKCTX_CACHE=$SC_TMP/cli-cache sc_py_cli 'cli.LIB = sys.argv[1]
+cli.main(["selftests", "arm"])' "$SC_TMP/cli-lib" 2>&1)
 	# bits 13 and 25 of the mask: SIGPIPE, SIGXFSZ
 	sc_same "front door: blkctx.sh runs with the arguments, SIGPIPE and SIGXFSZ not ignored" \
-		"args kunit arm; 0 0" \
+		"args selftests arm; 0 0" \
 		"$(head -1 <<<"$rc"); $((0x$(sed -n 2p <<<"$rc") >> 12 & 1)) $((0x$(sed -n 2p <<<"$rc") >> 24 & 1))"
 	# a reader of help that stops early ends it as it ended bash: SIGPIPE,
 	# no traceback
@@ -971,9 +971,11 @@ os.dup2(w, 1)
 sys.exit(cli.main(["help"]))' 2>&1
 		echo "status $?")
 	sc_same "front door: help into a closed pipe" "status 141" "$rc"
-	# every command of cli.py's table is one of blkctx.sh's, and no other
-	sc_same "front door: cli.py and blkctx.sh have the same commands" \
-		"$(declare -f main | sed -n 's/^[[:space:]]*\([a-z][a-z-]*\))$/\1/p' | grep -vx bootstrap | sort)" \
+	# every command of cli.py's table is one of blkctx.sh's or one written
+	# in Python, and no other
+	sc_same "front door: cli.py's commands are blkctx.sh's and the Python ones" \
+		"$( (declare -f main | sed -n 's/^[[:space:]]*\([a-z][a-z-]*\))$/\1/p' | grep -vx bootstrap
+			sc_py_cli 'print(*cli.PYTHON_COMMANDS, sep="\n")') | sort)" \
 		"$(sc_py_cli 'print(*cli.COMMANDS, sep="\n")' | sort)"
 	# tools/blkctx itself, called by its path or from tools/ by its name
 	sc_same "front door: tools/blkctx help, by path and by name" \
@@ -1154,7 +1156,8 @@ sc_upstream_commits() {
 		for tag in \
 			'Fixes: 406e14808ee6 ("mmc: block: Remove error check of hw_reset on reset")' \
 			'Fixes: 406e14808ee7 ("mmc: block: Remove error check of hw_reset on reset")' \
-			'Fixes: 406e14808ee6 ("mmc: block: Remove error check")'; do
+			'Fixes: 406e14808ee6 ("mmc: block: Remove error check")' \
+			'Fixes: 406e14808ee6 ("mmc: block: Remove error check of hw_reset on reset") and more'; do
 			printf 'Subject: [PATCH] a fix\n\n%s\n' "$tag" >"$f"
 			PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, checkpatch_step
 print("known" if checkpatch_step.upstream_commit_known(*sys.argv[1:]) else "unknown")' \
@@ -1162,6 +1165,7 @@ print("known" if checkpatch_step.upstream_commit_known(*sys.argv[1:]) else "unkn
 		done
 	)
 	sc_same "checkpatch: only a listed commit id with its subject passes" "known
+unknown
 unknown
 unknown" "$rc"
 }
@@ -1193,6 +1197,9 @@ FAKE
 		"$fixes" "$unknown" >"$t/fixes-plus.patch"
 	printf 'Fixes: 406e14808ee6 ("another subject")\nRC: 1\n%s\n' "$unknown" >"$t/unlisted.patch"
 	printf 'RC: 2\nOUT: Traceback (most recent call last):\n' >"$t/crashed.patch"
+	printf 'Fixes: 406e14808ee6 ("another subject")\nRC: 1\n%s\nOUT: CHECK:CAMELCASE: Avoid CamelCase: <Opt_context_policy>\n' \
+		"$unknown" >"$t/unlisted-plus.patch"
+	printf 'RC: 1\nOUT: CHECK:CAMELCASE: Avoid CamelCase: <Opt_contextPolicy>\n' >"$t/camel-opt.patch"
 	while read -r name want; do
 		got=$(if python3 -B "$REPO/tools/lib/checkpatch_step.py" judge "$t/tree" "$t/$name.patch" \
 			>/dev/null 2>&1; then echo pass; else echo fail; fi)
@@ -1204,6 +1211,8 @@ camel fail
 fixes-plus fail
 unlisted fail
 crashed fail
+unlisted-plus fail
+camel-opt fail
 CASES
 }
 
@@ -1238,6 +1247,101 @@ CASES
 	sc_same "pahole: the first object that has the struct" "136" \
 		"$(PATH=$t/bin:$PATH python3 -B "$REPO/tools/lib/pahole_step.py" size bio "$t/gone.o" \
 			"$t/missing.o" "$t/old.o" "$t/grown.o")"
+}
+
+# The commands written in Python, driven with stand-ins: kunit's start and
+# totals, the record of the tree a kernel was built from, the patch list
+# and its digest, and a child's output copied to a log.
+sc_py_steps() {
+	local t=$SC_TMP/pysteps out
+	mkdir -p "$t/cache"
+	out=$(BLKCTX_CACHE=$t/cache BLKCTX_RESULTS=$t/results PYTHONPATH=$REPO/tools/lib \
+		python3 -B -c 'import sys, kunit_step; print("status", kunit_step.main(["kunit"]))' 2>&1)
+	sc_same "kunit: without a tree it fails, saying why, and reports it" \
+		"blkctx: error: no tree: run tools/blkctx prepare
+status 1
+die 0 1 0" "$out
+$(cat "$t/results" 2>&1)"
+	out=$(BLKCTX_CACHE=$t/cache PYTHONPATH=$REPO/tools/lib python3 -B - 2>/dev/null <<'PY'
+import common, kunit_step
+common.tree_current = lambda: None
+def runs(results):
+    def run_arch(arch, kunit):
+        return results[arch]
+    return run_arch
+for results in ({"x86_64": (2, 0, 1, True), "arm": (2, 0, 0, True)},
+                {"x86_64": (2, 0, 0, True), "arm": (1, 1, 0, False)}):
+    kunit_step.run_arch = runs(results)
+    print("status", kunit_step.command_kunit([]))
+PY
+)
+	sc_same "kunit: the total over the architectures, failed when one failed" \
+		"kunit: 4 passed, 0 failed, 1 skipped
+status 0
+kunit: 3 passed, 1 failed, 0 skipped
+status 1" "$out"
+	# a stand-in kunit.py in a git tree: the record is written after a build
+	# that passed or a run that booted, never kept from before
+	mkdir -p "$t/cache/linux/tools/testing/kunit"
+	cat >"$t/cache/linux/tools/testing/kunit/kunit.py" <<'FAKE'
+import os, sys
+build = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--build_dir=")][0]
+if os.environ.get("SC_TAP"):
+    open(build + "/test.log", "w").write("TAP version 14\n")
+sys.exit(int(os.environ["SC_STATUS"]))
+FAKE
+	git -C "$t/cache/linux" init -q
+	git -C "$t/cache/linux" add -A
+	git -C "$t/cache/linux" -c user.name=t -c user.email=t@t commit -q -m t
+	out=$(for c in "build 0 -" "build 2 -" "run 1 tap" "run 1 -" "config 0 -"; do
+		read -r sub status tap <<<"$c"
+		mkdir -p "$t/cache/build/kunit-x86_64"
+		echo stale >"$t/cache/build/kunit-x86_64/.blkctx-tree"
+		SC_STATUS=$status SC_TAP=${tap#-} BLKCTX_CACHE=$t/cache PYTHONPATH=$REPO/tools/lib \
+			python3 -B -c 'import sys, common, kunit_step
+st = kunit_step.kunit_py("x86_64", sys.argv[1], out=open("/dev/null", "w"))
+try:
+    rec = open(kunit_step.build_dir("x86_64") + "/.blkctx-tree").read().strip()
+except OSError:
+    rec = "none"
+print(sys.argv[1], st, "current" if rec == common.tree_state() else rec)' "$sub" 2>&1
+	done)
+	sc_same "kunit: a kernel records the tree only when built or booted" \
+		"build 0 current
+build 2 none
+run 1 current
+run 1 none
+config 0 stale" "$out"
+	# the patch list and its digest: series/, kunit/, selftests/ in order, no
+	# cover letter, every byte and the tarball's version
+	mkdir -p "$t/repo/series" "$t/repo/kunit" "$t/repo/selftests"
+	printf 'c\n' >"$t/repo/series/0000-cover-letter.patch"
+	printf 's2\n' >"$t/repo/series/0002-b.patch"
+	printf 's1\n' >"$t/repo/series/0001-a.patch"
+	printf 'k\n' >"$t/repo/kunit/0003-k.patch"
+	printf 't\n' >"$t/repo/selftests/0004-t.patch"
+	printf 'n\n' >"$t/repo/selftests/notes.txt"
+	printf '6.12.1\n' >"$t/tarball.version"
+	sc_same "patch files: in order, without the cover letter" \
+		"series/0001-a.patch series/0002-b.patch kunit/0003-k.patch selftests/0004-t.patch" \
+		"$(python3 -B "$REPO/tools/lib/common.py" files "$t/repo" | sed "s|$t/repo/||" | paste -sd' ')"
+	sc_same "patch files: the digest of their bytes and the tarball's version" \
+		"$(printf 's1\ns2\nk\nt\n6.12.1\n' | sha256sum | cut -c1-16)" \
+		"$(python3 -B "$REPO/tools/lib/common.py" digest "$t/repo" "$t/tarball")"
+	# a child's output, through procs.run's tee: ours and the log's, and a
+	# process it leaves behind holding the output is stopped
+	out=$(BLKCTX_STOP_SECONDS=1 PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, procs
+with open(sys.argv[1], "w") as log:
+    for cmd in ("echo one; echo two >&2; exit 3", "sleep 30 & echo left"):
+        print("status", procs.run(["sh", "-c", cmd], "x", 60, tee=log), flush=True)
+print(open(sys.argv[1]).read().split())' "$t/tee.log" 2>/dev/null)
+	sc_same "procs: a tee to our output and the log, whatever is left behind" \
+		"one
+two
+status 3
+left
+status 0
+['one', 'two', 'left']" "$out"
 }
 
 # bench_table on a canned console: the rows over seeds (mean, spread, the
@@ -1285,6 +1389,7 @@ do_selfcheck() {
 	sc_upstream_commits
 	sc_checkpatch_judge
 	sc_pahole_judge
+	sc_py_steps
 	sc_bench_table
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
 	[ $SC_FAILED -eq 0 ]
