@@ -363,6 +363,7 @@ do_bench() {
 	BENCH_VOLUME=$(bench_tenths "${BLKCTX_BENCH_VOLUME:-2}") ||
 		die "bench: BLKCTX_BENCH_VOLUME=${BLKCTX_BENCH_VOLUME:-} is not a number of card sizes like 2 or 2.5"
 	[[ $discards =~ ^[01](,[01])*$ ]] || die "bench: BLKCTX_BENCH_DISCARD=$discards: 1, 0 or 1,0"
+	[[ ${BLKCTX_BENCH_MAIN:-1} =~ ^[01]$ ]] || die "bench: BLKCTX_BENCH_MAIN=${BLKCTX_BENCH_MAIN}: 1 or 0"
 	[[ $seeds =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bench: BLKCTX_BENCH_SEEDS=$seeds: seeds like 1,2,3"
 	[[ -z $geometries || $geometries =~ ^[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*$ ]] ||
 		die "bench: BLKCTX_BENCH_GEOMETRIES=$geometries: erase block KiB:spare percent pairs like 256:14,128:7"
@@ -379,18 +380,22 @@ do_bench() {
 	rm -f "$out"/table-*.txt "$out"/guest-*.log "$out"/isolation.txt
 	if [ "${BLKCTX_BENCH_WAF:-1}" = 1 ]; then
 		policies=$(bench_policies)
-		for d in ${discards//,/ }; do
-			bench_waf "discard$d" "$policies" "ctxbench.discard=$d ctxbench.seeds=$seeds"
-			bench_plot "$out/table-discard$d.txt" "$out/waf-discard$d.png"
-		done
-		# The first seed's runs again, each after different others
-		if [ "${BLKCTX_BENCH_ISOLATION:-1}" = 1 ]; then
-			d=${discards%%,*}
-			BLKCTX_BENCH_WORKLOADS=$(bench_reverse "${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,phone,seq}") \
-				bench_waf reversed "$(bench_reverse "$policies")" \
-				"ctxbench.discard=$d ctxbench.seeds=${seeds%%,*}"
-			bench_isolation "discard$d" reversed "${seeds%%,*}" >"$out/isolation.txt"
-			cat "$out/isolation.txt"
+		# the main card's tables (off: only the other cards, in a run of
+		# their own; every run starts from a fresh card either way)
+		if [ "${BLKCTX_BENCH_MAIN:-1}" = 1 ]; then
+			for d in ${discards//,/ }; do
+				bench_waf "discard$d" "$policies" "ctxbench.discard=$d ctxbench.seeds=$seeds"
+				bench_plot "$out/table-discard$d.txt" "$out/waf-discard$d.png"
+			done
+			# The first seed's runs again, each after different others
+			if [ "${BLKCTX_BENCH_ISOLATION:-1}" = 1 ]; then
+				d=${discards%%,*}
+				BLKCTX_BENCH_WORKLOADS=$(bench_reverse "${BLKCTX_BENCH_WORKLOADS:-mail,db,mix,phone,seq}") \
+					bench_waf reversed "$(bench_reverse "$policies")" \
+					"ctxbench.discard=$d ctxbench.seeds=${seeds%%,*}"
+				bench_isolation "discard$d" reversed "${seeds%%,*}" >"$out/isolation.txt"
+				cat "$out/isolation.txt"
+			fi
 		fi
 		# Other cards: erase block and spare, none against inode and the limit
 		for g in ${geometries//,/ }; do
