@@ -362,13 +362,8 @@ do_bench() {
 		die "bench: BLKCTX_BENCH_WARMUP=${BLKCTX_BENCH_WARMUP:-} is not a number of card sizes like 2 or 2.5"
 	BENCH_VOLUME=$(bench_tenths "${BLKCTX_BENCH_VOLUME:-2}") ||
 		die "bench: BLKCTX_BENCH_VOLUME=${BLKCTX_BENCH_VOLUME:-} is not a number of card sizes like 2 or 2.5"
-	[[ $discards =~ ^[01](,[01])*$ ]] || die "bench: BLKCTX_BENCH_DISCARD=$discards: 1, 0 or 1,0"
-	[[ ${BLKCTX_BENCH_MAIN:-1} =~ ^[01]$ ]] || die "bench: BLKCTX_BENCH_MAIN=${BLKCTX_BENCH_MAIN}: 1 or 0"
-	[[ $seeds =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bench: BLKCTX_BENCH_SEEDS=$seeds: seeds like 1,2,3"
-	[[ -z $geometries || $geometries =~ ^[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*$ ]] ||
-		die "bench: BLKCTX_BENCH_GEOMETRIES=$geometries: erase block KiB:spare percent pairs like 256:14,128:7"
-	[[ ${BLKCTX_BENCH_CONTEXT_IDS-4} =~ ^(([1-9]|1[0-5])( |$))*$ ]] ||
-		die "bench: BLKCTX_BENCH_CONTEXT_IDS=${BLKCTX_BENCH_CONTEXT_IDS-}: numbers 1..15"
+	# the other settings' forms: cli.py checked them (BENCH_SETTINGS) before
+	# the cache's lock was taken
 	do_setup
 	if ! command -v gnuplot >/dev/null && [ "$(id -u)" -eq 0 ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gnuplot-nox >&2 ||

@@ -243,11 +243,32 @@ def usage():
     return "\n".join(lines + ["", environment_help()])
 
 
-def check_environment(parser):
+# bench's settings that have a form (empty: the default, or none for
+# GEOMETRIES and CONTEXT_IDS): name, the form, the form in words
+BENCH_SETTINGS = (
+    ("BLKCTX_BENCH_WARMUP", r"[0-9]+(\.[0-9])?", "card sizes like 2 or 2.5"),
+    ("BLKCTX_BENCH_VOLUME", r"[0-9]+(\.[0-9])?", "card sizes like 2 or 2.5"),
+    ("BLKCTX_BENCH_DISCARD", r"[01](,[01])*", "1, 0 or 1,0"),
+    ("BLKCTX_BENCH_MAIN", r"[01]", "1 or 0"),
+    ("BLKCTX_BENCH_SEEDS", r"[1-9][0-9]*(,[1-9][0-9]*)*", "seeds like 1,2,3"),
+    ("BLKCTX_BENCH_GEOMETRIES", r"[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*",
+     "erase block KiB:spare percent pairs like 256:14,128:7"),
+    ("BLKCTX_BENCH_CONTEXT_IDS", r"([1-9]|1[0-5])( ([1-9]|1[0-5]))*",
+     "numbers 1..15, space-separated"),
+)
+
+
+def check_environment(parser, command):
     for name in SECONDS:
         value = os.environ.get(name, "")
         if value and not re.fullmatch(r"[1-9][0-9]*", value):
             parser.error('%s: whole seconds, more than 0 (not "%s")' % (name, value))
+    if command != "bench":
+        return
+    for name, form, words in BENCH_SETTINGS:
+        value = os.environ.get(name, "")
+        if value and not re.fullmatch(form, value):
+            parser.error('%s: %s (not "%s")' % (name, words, value))
 
 
 # the commands written in Python: their modules in tools/lib
@@ -286,7 +307,7 @@ def main(argv, run=run):
         args.sender = git_sender()
         if not args.sender:
             parser.error('who sends? set git\'s user.name and user.email, or pass --from="Name <address>"')
-    check_environment(parser)
+    check_environment(parser, command)
     return run([command] + blkctx_arguments(args))
 
 

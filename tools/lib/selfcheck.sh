@@ -950,6 +950,14 @@ CASES
 2 BLKCTX_STOP_SECONDS=x test
 0 BLKCTX_PROGRESS_SECONDS= kunit
 0 BLKCTX_GUEST_TIMEOUT=30 selftests
+2 BLKCTX_BENCH_MAIN=2 bench
+2 BLKCTX_BENCH_SEEDS=0,1 bench
+2 BLKCTX_BENCH_WARMUP=1.25 bench
+2 BLKCTX_BENCH_GEOMETRIES=256 bench
+2 BLKCTX_BENCH_CONTEXT_IDS=16 bench
+0 BLKCTX_BENCH_GEOMETRIES= bench
+0 BLKCTX_BENCH_DISCARD=1,0 bench
+0 BLKCTX_BENCH_MAIN=2 kunit
 CASES
 	# what runs: blkctx.sh in cli.py's process, with SIGPIPE and SIGXFSZ at
 	# their defaults again (Python ignores both, and exec keeps that), so that
