@@ -93,8 +93,7 @@ def command_checkpatch():
 
 
 def main(argv, lock=True):
-    common.python_signals()
-    try:
+    def body():
         if argv == ["checkpatch"]:
             if lock:
                 common.lock("checkpatch")
@@ -103,14 +102,8 @@ def main(argv, lock=True):
             return 0 if all(judge(patch, argv[1])[0] for patch in argv[2:]) else 1
         print(__doc__.split("\n\n")[-1].rstrip(), file=sys.stderr)
         return 2
-    except common.Failure as e:
-        common.fail(str(e))
-        return 1
-    except OSError as e:
-        common.fail("checkpatch: %s" % e)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+
+    return common.run_command("checkpatch", body)
 
 
 if __name__ == "__main__":

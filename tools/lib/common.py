@@ -19,7 +19,7 @@ from typing import Dict, List, NamedTuple
 sys.dont_write_bytecode = True
 
 # after the line above: procs imports nothing that writes bytecode
-from procs import say  # noqa: E402
+from procs import SIGNALS, Interrupted, say  # noqa: E402
 
 LIB = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(LIB))
@@ -97,6 +97,27 @@ def fail(text):
     the test that runs this step."""
     say("error: " + text)
     report("die", 0, 1, 0)
+
+
+def run_command(name, body):
+    """BODY() as a command's main: its status; a Failure, or a file or git
+    operation that failed, is said and reported as blkctx.sh's die is, and
+    an interrupt stops what runs (procs.SIGNALS) and ends it with 128 + N."""
+    python_signals()
+    SIGNALS.install()
+    try:
+        return body()
+    except Failure as e:
+        fail(str(e))
+        return 1
+    except (OSError, subprocess.CalledProcessError) as e:
+        fail("%s: %s" % (name, e))
+        return 1
+    except Interrupted as e:
+        say("interrupted" if e.signum == signal.SIGINT else "terminated")
+        return 128 + e.signum
+    finally:
+        SIGNALS.ignoring = True
 
 
 def lock(command):

@@ -16,7 +16,6 @@ whose record matches the tree as it is now.
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
@@ -27,7 +26,7 @@ from common import REPO, Failure  # noqa: E402
 import guest  # noqa: E402
 import kunit_results  # noqa: E402
 import procs  # noqa: E402
-from procs import SIGNALS, Interrupted, say  # noqa: E402
+from procs import say  # noqa: E402
 
 # The WARN_ON_ONCE() of submit_bio_noacct() for a read that carries a
 # stream, which blk_write_stream_limits.submission_checks_the_stream provokes.
@@ -173,9 +172,8 @@ def main(argv, lock=True):
     p.add_argument("arch", type=common.arch_name)
     p.add_argument("file")
     opts = parser.parse_args(argv)
-    common.python_signals()
-    SIGNALS.install()
-    try:
+
+    def body():
         if opts.what == "kunit":
             if lock:
                 common.lock("kunit " + " ".join(opts.arch))
@@ -186,17 +184,8 @@ def main(argv, lock=True):
         else:
             config(opts.arch, opts.file)
         return 0
-    except Failure as e:
-        common.fail(str(e))
-        return 1
-    except (OSError, subprocess.CalledProcessError) as e:
-        common.fail("kunit: %s" % e)
-        return 1
-    except Interrupted as e:
-        say("interrupted" if e.signum == 2 else "terminated")
-        return 128 + e.signum
-    finally:
-        SIGNALS.ignoring = True
+
+    return common.run_command("kunit", body)
 
 
 if __name__ == "__main__":

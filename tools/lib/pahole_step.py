@@ -24,7 +24,6 @@ import common  # noqa: E402
 from common import Failure  # noqa: E402
 import kunit_step  # noqa: E402
 import procs  # noqa: E402
-from procs import SIGNALS, Interrupted, say  # noqa: E402
 
 # the warnings command rebuilds some of them with W=1 (KCFLAGS stays -g)
 OBJECTS = ["block/bio.o", "block/blk-mq.o"]
@@ -154,9 +153,7 @@ def command_pahole(arches):
 
 
 def main(argv, lock=True):
-    common.python_signals()
-    SIGNALS.install()
-    try:
+    def body():
         if argv and argv[0] == "pahole" and all(a in common.ARCHES for a in argv[1:]):
             if lock:
                 common.lock(" ".join(argv))
@@ -172,17 +169,8 @@ def main(argv, lock=True):
             return 0
         print(__doc__.split("\n\n")[-1].rstrip(), file=sys.stderr)
         return 2
-    except Failure as e:
-        common.fail(str(e))
-        return 1
-    except (OSError, subprocess.CalledProcessError) as e:
-        common.fail("pahole: %s" % e)
-        return 1
-    except Interrupted as e:
-        say("interrupted" if e.signum == 2 else "terminated")
-        return 128 + e.signum
-    finally:
-        SIGNALS.ignoring = True
+
+    return common.run_command("pahole", body)
 
 
 if __name__ == "__main__":
