@@ -1150,6 +1150,16 @@ sc_lock_py() {
 		"locked
 blkctx: waiting for $t, in use by tools/blkctx test (pid P, user $(id -un), since X)
 status 124" "$(printf '%s\n' "$out" | sed 's/(pid [0-9]*\(.*since \).*)/(pid P\1X)/')"
+	# a descriptor of another file is no lock: it waits for the holder
+	out=$( (
+		CACHE=$t
+		unset BLKCTX_LOCK_FD
+		cache_lock test
+		exec {other}<"$REPO/tools/lib/arches"
+		BLKCTX_LOCK_FD=$other BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib \
+			timeout 2 python3 -B -c "$take" 2>/dev/null || echo "status $?"
+	) 2>&1)
+	sc_same "lock (python): BLKCTX_LOCK_FD of another file holds nothing" "status 124" "$out"
 	out=$(BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib python3 -B -c "$take
 print(open('$t/.lock').read().split(' (')[0])" 2>&1)
 	sc_same "lock (python): taken when free, and says who holds it" "locked
@@ -1283,6 +1293,14 @@ for results in ({"x86_64": (2, 0, 1, True), "arm": (2, 0, 0, True)},
     print("status", kunit_step.command_kunit([]))
 PY
 )
+	# the bash that builds a guest's kernel stops when the build fails
+	local built
+	built=$( (CACHE=$t/nocache
+		: >"$t/bash-results"
+		BLKCTX_RESULTS=$t/bash-results kunit_build x86_64 demo >/dev/null 2>&1
+		echo "went on") 2>&1; echo "status $?, reported $(cat "$t/bash-results")")
+	sc_same "kunit: a guest's kernel that cannot be built stops the command" \
+		"status 1, reported die 0 1 0" "$built"
 	sc_same "kunit: the total over the architectures, failed when one failed" \
 		"kunit: 4 passed, 0 failed, 1 skipped
 status 0
