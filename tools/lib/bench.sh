@@ -434,19 +434,26 @@ do_bench() {
 	say "bench: request counts in $out/requests.txt"
 }
 
+# bench_case OK PASSED FAILED: count one case of bench-check, passed when
+# OK is 0, and say PASSED or FAILED.
+bench_case() {
+	if [ "$1" -eq 0 ]; then
+		BENCH_PASS=$((BENCH_PASS + 1))
+		say "bench-check: ok: $2"
+	else
+		BENCH_FAIL=$((BENCH_FAIL + 1))
+		say "bench-check: FAILED: $3"
+	fi
+}
+
 # bench_replay_case NAME EXPECTED ARGS...: one case of ftlreplay on the
 # host; EXPECTED is a fixed string its output (stdout and stderr) holds.
 bench_replay_case() {
-	local name=$1 want=$2 got
+	local name=$1 want=$2 got ok=1
 	shift 2
 	got=$("$BUILD/ftlreplay" "$@" 2>&1 || true)
-	if [[ $got == *"$want"* ]]; then
-		BENCH_PASS=$((BENCH_PASS + 1))
-		say "bench-check: ok: $name"
-	else
-		BENCH_FAIL=$((BENCH_FAIL + 1))
-		say "bench-check: FAILED: $name: wanted \"$want\", got: $got"
-	fi
+	[[ $got != *"$want"* ]] || ok=0
+	bench_case $ok "$name" "$name: wanted \"$want\", got: $got"
 }
 
 # The benchmark's machinery, checked in the test command. On the host,
@@ -461,7 +468,7 @@ bench_replay_case() {
 # learned WAF and a limit; and both phone runs must have deleted photos and
 # dropped caches (the fill control ran).
 do_bench_check() {
-	local log=$BUILD/selftests-x86_64-bench-check.log line w p sc=$REPO/tools/selfcheck failed
+	local log=$BUILD/selftests-x86_64-bench-check.log line w p ok sc=$REPO/tools/selfcheck failed
 	local -a tiny=(--sectors 400 --page-bytes 512 --block-bytes 2048 --op-percent 18
 		--from 0 --count-from 0 --count-to 403)
 	BENCH_PASS=0 BENCH_FAIL=0
@@ -498,7 +505,7 @@ do_bench_check() {
 		"placement=past host_pages=1160 nand_pages=1160 gc_moved=0" \
 		"${tiny[@]}" --placement past "$BUILD/ftl-hot-cold.log"
 	# counted now, so that a guest that dies does not lose them
-	report_counts bench-check-replay $BENCH_PASS $BENCH_FAIL 0
+	report_counts bench-check-replay "$BENCH_PASS" "$BENCH_FAIL" 0
 	failed=$BENCH_FAIL BENCH_PASS=0 BENCH_FAIL=0
 
 	kunit_build x86_64 bench-check
@@ -508,24 +515,17 @@ do_bench_check() {
 	for w in db phone; do
 		for p in none inode; do
 			line=$(bench_lines "$log" workload | grep "^workload=$w policy=$p " || true)
-			if [[ $line == *" replay=exact "*" learned_waf="*" limit_waf="* ]]; then
-				BENCH_PASS=$((BENCH_PASS + 1))
-				say "bench-check: ok: $line"
-			else
-				BENCH_FAIL=$((BENCH_FAIL + 1))
-				say "bench-check: FAILED: no replayed run of $w under $p in $log"
-			fi
+			ok=1
+			[[ $line != *" replay=exact "*" learned_waf="*" limit_waf="* ]] || ok=0
+			bench_case $ok "$line" "no replayed run of $w under $p in $log"
 		done
 	done
 	# phone's fill control ran: photos deleted, caches dropped, in each run
 	line=$(tr -d '\r' <"$log" | grep -c 'ctxbench: phone: .*caches_dropped=[1-9][0-9]* .*photos_deleted=[1-9]' || true)
-	if [ "$line" -eq 2 ]; then
-		BENCH_PASS=$((BENCH_PASS + 1))
-		say "bench-check: ok: both phone runs deleted photos and dropped caches"
-	else
-		BENCH_FAIL=$((BENCH_FAIL + 1))
-		say "bench-check: FAILED: $line of 2 phone runs deleted photos and dropped caches"
-	fi
-	report_counts bench-check $BENCH_PASS $BENCH_FAIL 0
+	ok=1
+	[ "$line" -ne 2 ] || ok=0
+	bench_case $ok "both phone runs deleted photos and dropped caches" \
+		"$line of 2 phone runs deleted photos and dropped caches"
+	report_counts bench-check "$BENCH_PASS" "$BENCH_FAIL" 0
 	[ $((failed + BENCH_FAIL)) -eq 0 ] || { say "bench-check: see $log"; exit 1; }
 }

@@ -4,8 +4,8 @@ does and the environment it reads, in one table each. A command's arguments
 and settings are checked here before anything is done (a mistake exits 2
 with the usage); then the command runs in this process: kunit, checkpatch
 and pahole in Python (tools/lib/*_step.py), the others in
-tools/lib/blkctx.sh (exec), with
-the arguments in one form (--reroll=N, --from=IDENT)."""
+tools/lib/blkctx.sh (exec), with the arguments in one form (--reroll=N,
+--from=IDENT). The architectures are tools/lib/common.py's."""
 
 import argparse
 import importlib
@@ -15,20 +15,19 @@ import signal
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True
+
+# after the line above: the modules of tools/lib write no bytecode
+import common  # noqa: E402
+
 LIB = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(LIB))
 PROG = "tools/blkctx"
 SERIES_EMAIL = "devel@blkctx.invalid"
 
 
-def read_arches():
-    """The architectures' names, from the table blkctx.sh reads too."""
-    with open(os.path.join(LIB, "arches")) as table:
-        return [line.split()[0] for line in table
-                if line.strip() and not line.startswith("#")]
-
-
-ARCHES = read_arches()
+# the architectures' names, from the table blkctx.sh reads too
+ARCHES = list(common.ARCHES)
 ARCH_LIST = " ".join(ARCHES)
 
 # Every command: its name, what it does in one line (its summary in "help"),
@@ -136,13 +135,6 @@ def environment_help(command=None):
     return "\n".join(lines)
 
 
-def architecture(value):
-    if value not in ARCHES:
-        raise argparse.ArgumentTypeError(
-            "unknown architecture %s (known: %s)" % (value, ARCH_LIST))
-    return value
-
-
 def reroll(value):
     if not re.fullmatch(r"[1-9][0-9]?", value):
         raise argparse.ArgumentTypeError(
@@ -200,12 +192,12 @@ def add_arguments(command, parser):
                             help="drop commits of the tree that are not exported")
         return lambda args: ["--force"] if args.force else []
     if command in ("kunit", "selftests", "pahole", "warnings"):
-        parser.add_argument("arch", nargs="*", type=architecture, metavar="ARCH",
+        parser.add_argument("arch", nargs="*", type=common.arch_name, metavar="ARCH",
                             help="%s (default: all of them)" % ARCH_LIST)
         return lambda args: args.arch
     if command == "build-each":
         parser.add_argument("--llvm", action="store_true", help="build with LLVM=1")
-        parser.add_argument("arch", nargs="?", type=architecture, metavar="ARCH",
+        parser.add_argument("arch", nargs="?", type=common.arch_name, metavar="ARCH",
                             help="%s (default: x86_64)" % ARCH_LIST)
         return lambda args: (["--llvm"] if args.llvm else []) + ([args.arch] if args.arch else [])
     if command == "mail":
@@ -280,8 +272,6 @@ def run(argv):
     """Run the command ARGV[0] with its arguments in this process: those
     of PYTHON_COMMANDS in Python, the others in blkctx.sh."""
     if argv[0] in PYTHON_COMMANDS:
-        sys.dont_write_bytecode = True
-        sys.path.insert(0, LIB)
         return importlib.import_module(PYTHON_COMMANDS[argv[0]]).main(argv)
     sys.stdout.flush()
     bash = os.path.join(LIB, "blkctx.sh")

@@ -99,6 +99,12 @@ def fail(text):
     report("die", 0, 1, 0)
 
 
+def show_log_end(log, lines=20):
+    """The last LINES of LOG on standard error: why a build failed."""
+    with open(log, errors="replace") as f:
+        sys.stderr.write("".join(f.readlines()[-lines:]))
+
+
 def run_command(name, body):
     """BODY() as a command's main: its status; a Failure, or a file or git
     operation that failed, is said and reported as blkctx.sh's die is, and
@@ -188,7 +194,7 @@ def patches_digest(repo=REPO, tarball=TARBALL) -> str:
 
 def tree_git(tree, *args) -> bytes:
     return subprocess.run(["git", "-C", tree] + list(args), check=True,
-                          stdout=subprocess.PIPE).stdout
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE).stdout
 
 
 def tree_state(tree=TREE) -> str:

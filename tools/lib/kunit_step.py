@@ -102,8 +102,7 @@ def config(arch, dest):
         with open(log, "w") as out:
             status = kunit_py(arch, "config", out=out)
         if status != 0 or not os.path.isfile(made):
-            with open(log, errors="replace") as f:
-                sys.stderr.write("".join(f.readlines()[-20:]))
+            common.show_log_end(log)
             raise Failure("kunit.py config for %s failed (see %s)" % (arch, log))
     shutil.copyfile(made, dest)
 
@@ -117,8 +116,7 @@ def build(arch, who):
     with open(log, "w") as out:
         status = kunit_py(arch, "build", out=out)
     if status != 0:
-        with open(log, errors="replace") as f:
-            sys.stderr.write("".join(f.readlines()[-20:]))
+        common.show_log_end(log)
         raise Failure("%s: the kernel does not build" % who)
 
 

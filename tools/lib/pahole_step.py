@@ -67,8 +67,7 @@ def build(arch, tree, out, stamp):
         status = procs.run(cmd, "pahole: %s build" % arch, procs.progress_seconds(), out=f,
                            detail=lambda: procs.objects_since(out, config))
     if status != 0:
-        with open(log, errors="replace") as f:
-            sys.stderr.write("".join(f.readlines()[-20:]))
+        common.show_log_end(log)
         raise Failure("pahole: build in %s failed" % tree)
     with open(built, "w") as f:
         f.write(stamp + "\n")
@@ -91,9 +90,8 @@ def size(struct, objects):
 
 
 def tree_git(*args):
-    return subprocess.run(["git", "-C", common.TREE] + list(args), check=True,
-                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          text=True).stdout.strip()
+    """git in the kernel tree, its output as text."""
+    return common.tree_git(common.TREE, *args).decode().strip()
 
 
 def ready(arch):
@@ -129,7 +127,7 @@ def compare(arch, struct, pristine, patched):
 def sizes(arch, struct):
     """STRUCT's size in the pristine build's first object that has it, and
     in the same object of the patched build."""
-    pristine = patched = None
+    pristine = None
     for obj in OBJECTS:
         pristine = size(struct, [os.path.join(common.BUILD, "pahole-pristine-" + arch, obj)])
         if pristine is not None:
