@@ -224,8 +224,6 @@ main() {
 	patches) patch_files ;;
 	reorder) do_reorder ;;
 	selftests) do_selftests_both "$@" ;;
-	build-each) do_build_each "$@" ;;
-	warnings) do_warnings "$@" ;;
 	mail) do_mail "$@" ;;
 	mail-check) do_mail_check ;;
 	test) do_test ;;

@@ -2,8 +2,8 @@
 """The front door of tools/blkctx: every command with its arguments, what it
 does and the environment it reads, in one table each. A command's arguments
 and settings are checked here before anything is done (a mistake exits 2
-with the usage); then the command runs in this process: kunit, checkpatch
-and pahole in Python (tools/lib/*_step.py), the others in
+with the usage); then the command runs in this process: those of
+PYTHON_COMMANDS in Python (tools/lib/*_step.py), the others in
 tools/lib/blkctx.sh (exec), with the arguments in one form (--reroll=N,
 --from=IDENT). The architectures are tools/lib/common.py's."""
 
@@ -265,7 +265,8 @@ def check_environment(parser, command):
 
 # the commands written in Python: their modules in tools/lib
 PYTHON_COMMANDS = {"kunit": "kunit_step", "checkpatch": "checkpatch_step",
-                   "pahole": "pahole_step"}
+                   "pahole": "pahole_step", "build-each": "build_step",
+                   "warnings": "build_step"}
 
 
 def run(argv):

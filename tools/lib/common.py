@@ -70,6 +70,15 @@ def arch_name(value):
     return value
 
 
+def arch_make(arch, tree):
+    """make for ARCH in TREE: every build of the tools starts with it."""
+    facts = ARCHES[arch]
+    cmd = ["make", "-s", "-C", tree, "ARCH=" + facts.linux]
+    if facts.cross_compile:
+        cmd.append("CROSS_COMPILE=" + facts.cross_compile)
+    return cmd
+
+
 def python_signals():
     """The signals as Python has them (cli.py gives SIGPIPE and SIGXFSZ
     their defaults back for blkctx.sh): a reader that goes away is then an
@@ -227,7 +236,8 @@ def main(argv):
       files REPO                 patch_files, one a line
       digest REPO TARBALL        patches_digest
       state TREE                 tree_state
-      current REPO TREE TARBALL  tree_current: fails (as die), saying why"""
+      current REPO TREE TARBALL  tree_current: fails (as die), saying why
+      make ARCH TREE             arch_make, each word ended by a NUL"""
     try:
         if len(argv) == 2 and argv[0] == "files":
             for path in patch_files(argv[1]):
@@ -238,6 +248,8 @@ def main(argv):
             print(tree_state(argv[1]))
         elif len(argv) == 4 and argv[0] == "current":
             tree_current(argv[2], argv[1], argv[3])
+        elif len(argv) == 3 and argv[0] == "make" and argv[1] in ARCHES:
+            sys.stdout.write("".join(word + "\0" for word in arch_make(argv[1], argv[2])))
         else:
             print("usage:" + main.__doc__.split(":", 1)[1], file=sys.stderr)
             return 2

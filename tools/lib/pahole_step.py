@@ -6,7 +6,6 @@ worktree at the pristine commit) and in the patched one, each with the
 KUnit .config, and pahole compares the sizes.
 
   pahole [ARCH...]          every architecture (all without)
-  ready ARCH                both builds of ARCH, for the warnings command
   size STRUCT OBJECT...     the size pahole gives STRUCT in the first
                             OBJECT that has it (nothing: none has)
 """
@@ -25,18 +24,10 @@ from common import Failure  # noqa: E402
 import kunit_step  # noqa: E402
 import procs  # noqa: E402
 
-# the warnings command rebuilds some of them with W=1 (KCFLAGS stays -g)
+# the warnings command (build_step.py) rebuilds some of them with W=1
+# (KCFLAGS stays -g)
 OBJECTS = ["block/bio.o", "block/blk-mq.o"]
 STRUCTS = ["bio", "request"]
-
-
-def arch_make(arch, tree):
-    """make for ARCH in TREE (tree.sh's arch_make_cmd)."""
-    facts = common.ARCHES[arch]
-    cmd = ["make", "-s", "-C", tree, "ARCH=" + facts.linux]
-    if facts.cross_compile:
-        cmd.append("CROSS_COMPILE=" + facts.cross_compile)
-    return cmd
 
 
 def build(arch, tree, out, stamp):
@@ -60,9 +51,9 @@ def build(arch, tree, out, stamp):
     config = os.path.join(out, ".config")
     os.replace(want, config)
     log = os.path.join(out, "build.log")
-    cmd = arch_make(arch, tree) + ["O=" + out, "CC=ccache %sgcc" % common.ARCHES[arch].cross_compile,
-                                   "KCFLAGS=-g", "olddefconfig", "prepare"] + OBJECTS + \
-        ["-j" + common.JOBS]
+    cmd = common.arch_make(arch, tree) + [
+        "O=" + out, "CC=ccache %sgcc" % common.ARCHES[arch].cross_compile,
+        "KCFLAGS=-g", "olddefconfig", "prepare"] + OBJECTS + ["-j" + common.JOBS]
     with open(log, "w") as f:
         status = procs.run(cmd, "pahole: %s build" % arch, procs.progress_seconds(), out=f,
                            detail=lambda: procs.objects_since(out, config))
@@ -94,9 +85,13 @@ def tree_git(*args):
     return common.tree_git(common.TREE, *args).decode().strip()
 
 
+def pristine_worktree():
+    return os.path.join(common.CACHE, "pristine-wt")
+
+
 def ready(arch):
     """Both builds of ARCH, the pristine one in a worktree of its own."""
-    worktree = os.path.join(common.CACHE, "pristine-wt")
+    worktree = pristine_worktree()
     pristine = tree_git("rev-parse", "pristine")
     try:
         head = subprocess.run(["git", "-C", worktree, "rev-parse", "HEAD"],
@@ -156,10 +151,6 @@ def main(argv, lock=True):
             if lock:
                 common.lock(" ".join(argv))
             return command_pahole(argv[1:])
-        # for the warnings command of tools/lib/tree.sh, which holds the lock
-        if len(argv) == 2 and argv[0] == "ready" and argv[1] in common.ARCHES:
-            ready(argv[1])
-            return 0
         if len(argv) >= 3 and argv[0] == "size":
             value = size(argv[1], argv[2:])
             if value is not None:

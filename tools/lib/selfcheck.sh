@@ -361,14 +361,12 @@ sc_progress() {
 		echo "status $?, log: $(cat "$out.missing")") )
 	sc_same "progress: a program that cannot run" \
 		"status 127, log: step: cannot run $SC_TMP/no-such-program: No such file or directory" "$rc"
-	# the builds' make, run directly and through with_progress
+	# the builds' make, through with_progress
 	mkdir -p "$SC_TMP/make-bin"
 	printf '#!/bin/sh\necho "make $*"\n' >"$SC_TMP/make-bin/make"
 	chmod +x "$SC_TMP/make-bin/make"
 	while read -r arch want; do
-		sc_same "progress: the builds' make for $arch" "$want
-$want" "$(PATH=$SC_TMP/make-bin:$PATH TREE=/t arch_make "$arch" O=/o all
-			TREE=/t arch_make_cmd "$arch"
+		sc_same "progress: the builds' make for $arch" "$want" "$(TREE=/t arch_make_cmd "$arch"
 			PATH=$SC_TMP/make-bin:$PATH with_progress x "" "" - "${ARCH_MAKE[@]}" O=/o all)"
 	done <<'CASES'
 x86_64 make -s -C /t ARCH=x86_64 O=/o all
@@ -551,20 +549,35 @@ sc_test_interrupt() {
 		"$(grep -E '^(total|status)' <<<"$out" | paste -sd ' ')"
 }
 
+# sc_build_step CODE ARGS...: python3 CODE ARGS with build_step imported,
+# its cache the scratch one.
+sc_build_step() {
+	local code=$1
+	shift
+	BLKCTX_CACHE=$SC_TMP/build-step PYTHONPATH=$REPO/tools/lib \
+		python3 -B -c "import sys, build_step
+$code" "$@" 2>&1
+}
+
 # warnings: a build that cannot measure warnings fails, and the objects are
 # compiled on every run (a fake make prints a W=1 warning only when it
 # compiles an object, as make does).
 sc_warnings() {
-	local t=$SC_TMP/warn rc
+	local t=$SC_TMP/warn rc c what args want
 	mkdir -p "$t/tree/block" "$t/out/block"
 	: >"$t/tree/block/bio.c"
 	printf '/bin/sh: 1: sparse: not found\nmake[3]: *** [scripts/Makefile.build:244: block/bio.o] Error 127\n' >"$t/nosparse.log"
 	printf 'make[1]: *** [Makefile:1989: block] Error 2\n' >"$t/noerror.log"
 	printf 'block/bio.c:12:3: error: expected ; before }\nmake: *** [block/bio.o] Error 1\n' >"$t/error.log"
-	sc_same "warnings: sparse missing fails" 0 "$(warning_broken "$t/nosparse.log" 2 >/dev/null; echo $?)"
-	sc_same "warnings: make failing with no error line fails" 0 "$(warning_broken "$t/noerror.log" 2 >/dev/null; echo $?)"
-	sc_same "warnings: a compile error is compared, not a broken build" 1 "$(warning_broken "$t/error.log" 1 >/dev/null; echo $?)"
-	sc_same "warnings: a build that worked is compared" 1 "$(warning_broken "$t/noerror.log" 0 >/dev/null; echo $?)"
+	for c in "sparse missing fails|nosparse 2|a tool is missing: /bin/sh: 1: sparse: not found" \
+		"make failing with no error line fails|noerror 2|make exited with status 2, and no warning or error says why" \
+		"a compile error is compared, not a broken build|error 1|None" \
+		"a build that worked is compared|noerror 0|None"; do
+		IFS='|' read -r what args want <<<"$c"
+		sc_same "warnings: $what" "$want" "$(sc_build_step \
+			'print(build_step.warning_broken(sys.argv[1], int(sys.argv[2])))' \
+			"$t/${args% *}.log" "${args#* }")"
+	done
 	# a make that warns for each object it builds
 	cat >"$t/make" <<'EOF'
 tree=$1
@@ -581,34 +594,45 @@ for a; do
 	esac
 done
 EOF
-	rc=$( (
-		arch_make_cmd() { ARCH_MAKE=(sh "$t/make" "$TREE"); }
-		warning_build x86_64 "$t/tree" "$t/out" "$t/1.log" block/bio.o
-		warning_build x86_64 "$t/tree" "$t/out" "$t/2.log" block/bio.o
-		warning_lines "$t/tree" "$t/2.log"
-	) 2>&1)
-	sc_same "warnings: a second run sees the W=1 warning again" \
+	rc=$(sc_build_step 'make = lambda arch, tree: ["sh", sys.argv[1] + "/make", tree]
+for log in ("1.log", "2.log"):
+    build_step.warning_build("x86_64", sys.argv[1] + "/tree", sys.argv[1] + "/out",
+                             sys.argv[1] + "/" + log, ["block/bio.o", "block/new.o"], make)
+print(*build_step.warning_lines(sys.argv[1] + "/tree", sys.argv[1] + "/2.log"), sep="\n")' "$t")
+	sc_same "warnings: a second run sees the W=1 warning again, of files both trees have" \
 		"block/bio.c: warning: no previous prototype [-Wmissing-prototypes]" "$rc"
+	rc=$(sc_build_step 'import shutil
+shutil.which = lambda name: None
+print("status", build_step.main(["warnings", "x86_64"], lock=False))')
+	sc_same "warnings: without sparse it fails, saying why" \
+		"blkctx: error: sparse not found: run tools/blkctx setup
+status 1" "$rc"
 }
 
 # build-each: the kunitconfig lines whose symbol a commit has must hold.
 sc_kconfig() {
 	local t=$SC_TMP/kconfig
 	mkdir -p "$t/tree/drivers"
-	printf 'config FOO\n\tbool "foo"\nmenuconfig BAR\n\tbool "bar"\n' >"$t/tree/drivers/Kconfig"
-	printf 'CONFIG_FOO=y\nCONFIG_BAR=y\nCONFIG_LATER=y\n# a comment\n' >"$t/want"
-	printf 'CONFIG_FOO=y\n# CONFIG_BAR is not set\n' >"$t/config"
+	printf 'config FOO\n\tbool "foo"\nmenuconfig BAR\n\tbool "bar"\nconfig NOPE\n\tbool "nope"\n' \
+		>"$t/tree/drivers/Kconfig"
+	printf 'CONFIG_FOO=y\nCONFIG_BAR=y\nCONFIG_LATER=y\nCONFIG_NOPE=n\n# a comment\n' >"$t/want"
+	printf 'CONFIG_FOO=y\n# CONFIG_BAR is not set\nCONFIG_NOPE=m\n' >"$t/config"
 	git -C "$t/tree" init -q
 	git -C "$t/tree" add -A
-	sc_same "build-each: a symbol that exists but is off" "CONFIG_BAR=y" \
-		"$(kconfig_unmet "$t/want" "$t/config" "$t/tree")"
+	sc_same "build-each: a symbol that exists but is off, one that is on but must not be" \
+		"CONFIG_BAR=y CONFIG_NOPE=n" "$(sc_build_step 'print(*build_step.kconfig_unmet(
+    open(sys.argv[1]).read().splitlines(), sys.argv[2], build_step.kconfig_symbols(sys.argv[3])))' \
+			"$t/want" "$t/config" "$t/tree")"
 	# qemu_configs' lines as kconfig_unmet compares them: whole lines of
 	# a .config, without the Python string's closing quotes
 	local a bad=
 	for a in $ARCHES; do
-		bad+=$(kunit_want "$a" | grep -vxE 'CONFIG_[A-Za-z0-9_]+=([ynm]|[0-9]+|"[^"]*")' || true)
+		bad+=$(sc_build_step 'print(*build_step.kunit_want(sys.argv[1]), sep="\n")' "$a" |
+			grep -vxE 'CONFIG_[A-Za-z0-9_]+=([ynm]|[0-9]+|"[^"]*")' || true)
 	done
 	sc_same "build-each: what kunitconfig and qemu_configs want" "" "$bad"
+	sc_same "build-each: qemu_configs' last line is read" "CONFIG_ARM_PSCI=y" \
+		"$(sc_build_step 'print(build_step.kunit_want("arm")[-1])')"
 	# the guests' own check, on a kernel with all they need but two
 	mkdir -p "$t/target"
 	printf 'CONFIG_MMC=y\nCONFIG_MD=y\n# a comment\n' >"$t/target/config"
