@@ -15,10 +15,10 @@ TREE=$CACHE/linux
 BUILD=$CACHE/build
 TARBALL=${BLKCTX_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 JOBS=${BLKCTX_JOBS:-$(nproc)}
+# the series' identity for the bash's own commits (bench's pristine build);
+# tools/lib/tree_step.py has it for the tree's
 IDENT_NAME="blkctx developers"
 IDENT_EMAIL="devel@blkctx.invalid"
-# A fixed date makes the pristine commit, and so every export, reproducible.
-PRISTINE_DATE="2024-11-17T00:00:00+00:00"
 # The facts that differ between the architectures: tools/lib/arches, which
 # cli.py reads too.
 ARCHES=""
@@ -219,13 +219,8 @@ main() {
 	case $cmd in
 	bootstrap) do_bootstrap "$@" ;;
 	setup) do_setup ;;
-	prepare) do_prepare "$@" ;;
-	export) do_export ;;
 	patches) patch_files ;;
-	reorder) do_reorder ;;
 	selftests) do_selftests_both "$@" ;;
-	mail) do_mail "$@" ;;
-	mail-check) do_mail_check ;;
 	test) do_test ;;
 	demo) do_demo ;;
 	bench) do_bench ;;

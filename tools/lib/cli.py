@@ -266,7 +266,8 @@ def check_environment(parser, command):
 # the commands written in Python: their modules in tools/lib
 PYTHON_COMMANDS = {"kunit": "kunit_step", "checkpatch": "checkpatch_step",
                    "pahole": "pahole_step", "build-each": "build_step",
-                   "warnings": "build_step"}
+                   "warnings": "build_step", "prepare": "tree_step", "export": "tree_step",
+                   "reorder": "tree_step", "mail": "tree_step", "mail-check": "tree_step"}
 
 
 def run(argv):

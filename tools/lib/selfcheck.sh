@@ -550,13 +550,14 @@ sc_test_interrupt() {
 }
 
 # sc_build_step CODE ARGS...: python3 CODE ARGS with build_step imported,
-# its cache the scratch one.
+# its cache the scratch one; a status other than 0 is printed (as
+# sc_tree_step's).
 sc_build_step() {
 	local code=$1
 	shift
 	BLKCTX_CACHE=$SC_TMP/build-step PYTHONPATH=$REPO/tools/lib \
 		python3 -B -c "import sys, build_step
-$code" "$@" 2>&1
+$code" "$@" 2>&1 || echo "status $?"
 }
 
 # warnings: a build that cannot measure warnings fails, and the objects are
@@ -678,23 +679,58 @@ sc_tree() {
 	)
 }
 
+# sc_tree_step T CODE ARGS...: python3 CODE ARGS with "tree", a
+# tree_step.Tree of the scratch repository and cache of sc_tree T, and
+# "run" to call a function as a command's main (a Failure said, status 1).
+# A status other than 0 is printed: a case's $(...) must not end the
+# selfcheck under set -e.
+sc_tree_step() {
+	local t=$1 code=$2
+	shift 2
+	BLKCTX_CACHE=$t/cache BLKCTX_TARBALL=/nonexistent PYTHONPATH=$REPO/tools/lib \
+		python3 -B -c "import sys, tree_step
+tree = tree_step.Tree(sys.argv[1] + '/repo', sys.argv[1] + '/cache', '/nonexistent')
+def run(function, *args):
+    return tree_step.common.run_command('step', lambda: function(*args) or 0)
+$code" "$t" "$@" || echo "status $?"
+}
+
 # prepare: a new source version never deletes commits not exported; the
 # commands that use the tree refuse one older than the patch files.
 sc_prepare() {
 	local t=$SC_TMP/prep rc
 	sc_tree "$t"
-	rc=$( (
-		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
-		patches_digest >"$TREE/.git/blkctx-applied"
-		tgit rev-parse HEAD~1 >"$TREE/.git/blkctx-applied-head"
-		tarball_version() { echo 2; }
-		# never the real tarball, whatever happens
-		TARBALL=/nonexistent
-		make_pristine() { echo "extracted again"; exit 1; }
-		(do_prepare) >/dev/null 2>&1
-		echo "$? $(tgit log -1 --format=%s)"
-	))
+	rc=$(sc_tree_step "$t" 'tree.record()
+with open(tree.dot_git("blkctx-applied-head"), "w") as f:
+    f.write(tree.git("rev-parse", "HEAD~1"))
+tree.tarball_version = lambda: "2"
+def extracted():
+    print("extracted again")
+    sys.exit(1)
+tree.make_pristine = extracted
+print(run(tree.prepare), tree.git("log", "-1", "--format=%s").strip())' 2>/dev/null)
 	sc_same "prepare: a new source keeps commits not exported" "1 block: a change" "$rc"
+	sc_tree "$t-force"
+	rc=$(sc_tree_step "$t-force" 'tree.record()
+with open(tree.dot_git("blkctx-applied-head"), "w") as f:
+    f.write(tree.git("rev-parse", "HEAD~1"))
+tree.tarball_version = lambda: "2"
+tree.make_pristine = lambda: print("extracted again")
+tree.apply_series = lambda: print("applied")
+print(run(tree.prepare, True))' 2>/dev/null)
+	sc_same "prepare --force: a new source is extracted again" "extracted again
+applied
+0" "$rc"
+	rc=$(sc_tree_step "$t" 'tree.tarball_version = lambda: "1"
+print(run(tree.prepare), tree.git("log", "-1", "--format=%s").strip())' 2>&1)
+	sc_same "prepare: the same source with commits not exported is refused" \
+		"blkctx: error: $t/cache/linux has work that is not exported (commit it and run tools/blkctx export, or use prepare --force to drop it)
+1 block: a change" "$rc"
+	# the Debian rules and what is left at the end of them go; git then
+	# sees the tree's own files
+	rc=$(sc_tree_step "$t" 'print(tree_step.gitignore_without_debian(sys.argv[2]), end="")' \
+		$'.*\n!.gitignore\n\n#\n# Debian packaging: ignore everything at the top level, since it isn\'t\n#\n/*\n!/debian/\n')
+	sc_same "prepare: Debian's .gitignore rules go" $'.*\n!.gitignore' "$rc"
 	rc=$( (
 		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
 		tree_current 2>/dev/null
@@ -792,12 +828,13 @@ sc_export() {
 	printf 'z.c\na.c\n' >"$t/order"
 	for mode in plain personal; do
 		(
-			REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
 			[ $mode = plain ] || export HOME=$t/home
-			do_export >/dev/null 2>&1 || exit 1
-			mkdir -p "$t/$mode"
-			cp -r "$REPO/series" "$t/$mode/"
-			do_mail --from="Mail Tester <tester@example.org>" "$t/$mode/mail" >/dev/null 2>&1 || exit 1
+			sc_tree_step "$t" 'import os, shutil
+if run(tree.export):
+    sys.exit(1)
+shutil.copytree(tree.repo + "/series", sys.argv[2] + "/series")
+sys.exit(run(tree.mail, sys.argv[2] + "/mail", "Mail Tester <tester@example.org>"))' \
+				"$t/$mode" >/dev/null 2>&1
 		) || echo "export or mail failed ($mode)" >"$t/$mode.failed"
 	done
 	# without the isolation, the personal config changes the patch; mail's
@@ -817,6 +854,57 @@ sc_export() {
 		sc_result "export and mail: the same bytes under a personal git config" 1 \
 			"$(cat "$t"/*.failed 2>/dev/null; diff -r "$t/plain" "$t/personal" 2>&1 | head -20)"
 	fi
+	# what export and mail refuse: the files changed but not the tree, a
+	# commit not exported, uncommitted changes, groups out of order; then
+	# reorder folds the fixup and orders the groups, and export takes it
+	rc=$(sc_tree_step "$t" 'import subprocess
+sender = "Mail Tester <tester@example.org>"
+def commit(subject, name="a.c"):
+    with open(tree.tree + "/" + name, "a") as f:
+        f.write(subject + "\n")
+    tree.git("add", name)
+    tree.git("commit", "-q", "-m", subject)
+with open(tree_step.common.patch_files(tree.repo)[0], "a") as f:
+    f.write("\n")
+print("stale files", run(tree.mail, sys.argv[2] + "/1", sender))
+run(tree.export)
+commit("mmc: a later change", "l.c")
+print("not exported", run(tree.mail, sys.argv[2] + "/2", sender))
+with open(tree.tree + "/a.c", "a") as f:
+    f.write("uncommitted\n")
+print("uncommitted", run(tree.export))
+tree.git("checkout", "-q", "--", "a.c")
+commit("mmc: add KUnit tests", "k.c")
+commit("mmc: yet another change", "y.c")
+print("order", run(tree.export))
+print("patches", len(tree_step.common.patch_files(tree.repo)))
+# reorder: the fixup folded into its commit, the groups in order
+commit("fixup! mmc: a later change", "l.c")
+commit("selftests: mmc: a test", "t.sh")
+commit("block: last", "b.c")
+print("reorder", run(tree.reorder))
+print("export", run(tree.export), *(p.split("/")[-2] for p in tree_step.common.patch_files(tree.repo)))' "$t/refused" 2>&1 |
+		sed -E "s|$t|T|g; s/^[0-9a-f]{7,40} /H /")
+	sc_same "export and mail: what they refuse" \
+		"blkctx: error: series/, kunit/ or selftests/ changed since T/cache/linux was prepared or exported: run tools/blkctx prepare to apply them (it refuses while the tree has commits that are not exported; export those first)
+stale files 1
+blkctx: export: 1 patches written into series/, kunit/, selftests/
+blkctx: error: T/cache/linux has work that is not in series/, kunit/, selftests/: commit it and run tools/blkctx export first
+not exported 1
+blkctx: error: T/cache/linux has uncommitted changes: commit them first
+uncommitted 1
+blkctx: error: \"mmc: yet another change\" (series) comes after a later group: order the commits series, kunit, selftests
+order 1
+patches 1
+H selftests: mmc: a test
+H mmc: add KUnit tests
+H block: last
+H mmc: yet another change
+H mmc: a later change
+H block: a change
+reorder 0
+blkctx: export: 6 patches written into series/, kunit/, selftests/
+export 0 series series series series kunit selftests" "$rc"
 }
 
 # apt-get update is tried three times, then the lists apt has are used;
@@ -1085,27 +1173,37 @@ sc_env_doc() {
 sc_mail() {
 	local t=$SC_TMP/mail rc
 	sc_tree "$t"
-	rc=$( (
-		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
-		do_export >/dev/null 2>&1 || exit 1
-		do_mail --from="Mail Tester <tester@example.org>" "$t/v1" >/dev/null 2>&1 || exit 1
-		echo "v1 ok"
-		sed -n '/^From: blkctx developers/p; /^Signed-off-by:/p' "$t"/v1/0001-*.patch
-		mkdir "$t/bad"
-		cp "$t"/v1/*.patch "$t/bad/"
-		sed -i '/^Signed-off-by: Mail Tester/d' "$t"/bad/0001-*.patch
-		(mail_check "$t/bad" "Mail Tester <tester@example.org>" >/dev/null 2>&1) || echo "bad refused"
-		do_mail --reroll=2 --from="Mail Tester <tester@example.org>" "$t/v2" >/dev/null 2>&1 || exit 1
-		sed -n 's/^Subject: \(\[PATCH v2 1\/1\]\).*/\1/p; /^Range-diff against v1:/p' "$t"/v2/v2-000[01]-*.patch
-		grep -h '^To: \|^Cc: ' "$t"/v1/0000-*.patch
-		# a relative DIR is the caller's, not the tree's
-		mkdir "$t/here"
-		(cd "$t/here" && do_mail --from="Mail Tester <tester@example.org>" out >/dev/null 2>&1) || exit 1
-		find "$t/here/out" -name '*.patch' | wc -l
-		# a directory that holds files is refused, and they are kept
-		(do_mail --from="Mail Tester <tester@example.org>" "$t/v1" >/dev/null 2>&1) || echo "full refused"
-		find "$t/v1" -name '*.patch' | wc -l
-	)) || true
+	rc=$(sc_tree_step "$t" 'import glob, os, shutil, subprocess
+sender = "Mail Tester <tester@example.org>"
+def lines(pattern, *prefixes):
+    for path in sorted(glob.glob(pattern)):
+        for line in open(path).read().splitlines():
+            if line.startswith(prefixes):
+                print(line)
+if run(tree.export) or run(tree.mail, sys.argv[2] + "/v1", sender):
+    sys.exit(1)
+print("v1 ok")
+lines(sys.argv[2] + "/v1/0001-*.patch", "From: blkctx developers", "Signed-off-by:")
+shutil.copytree(sys.argv[2] + "/v1", sys.argv[2] + "/bad")
+path = glob.glob(sys.argv[2] + "/bad/0001-*.patch")[0]
+text = open(path).read().replace("Signed-off-by: Mail Tester <tester@example.org>\n", "")
+open(path, "w").write(text)
+if run(tree.mail_check, sys.argv[2] + "/bad", sender):
+    print("bad refused")
+if run(tree.mail, sys.argv[2] + "/v2", sender, 2):
+    sys.exit(1)
+lines(sys.argv[2] + "/v2/v2-000[01]-*.patch", "Subject: [PATCH v2 1/1]", "Range-diff against v1:")
+lines(sys.argv[2] + "/v1/0000-*.patch", "To: ", "Cc: ")
+# a relative DIR is the caller'"'"'s, not the tree'"'"'s
+os.mkdir(sys.argv[2] + "/here")
+os.chdir(sys.argv[2] + "/here")
+if run(tree.mail, "out", sender):
+    sys.exit(1)
+print(len(glob.glob(sys.argv[2] + "/here/out/*.patch")))
+# a directory that holds files is refused, and they are kept
+if run(tree.mail, sys.argv[2] + "/v1", sender):
+    print("full refused")
+print(len(glob.glob(sys.argv[2] + "/v1/*.patch")))' "$t" 2>/dev/null)
 	sc_same "mail: the sender signs off last, b4 am gives back the commits, a reroll" \
 		"v1 ok
 From: blkctx developers <devel@blkctx.invalid>
@@ -1113,7 +1211,7 @@ Signed-off-by: blkctx developers <devel@blkctx.invalid>
 Signed-off-by: Mail Tester <tester@example.org>
 bad refused
 Range-diff against v1:
-[PATCH v2 1/1]
+Subject: [PATCH v2 1/1] block: a change
 To: Some Maintainer <maint@example.org>
 Cc: list@example.org
 2
