@@ -818,6 +818,45 @@ sc_fake_guests() {
 	tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
 }
 
+# Every Python command that uses the tree refuses one that series/, kunit/
+# and selftests/ have moved past, before it runs anything; and kunit.py gets
+# a cross compiler only where the architecture has one.
+sc_stale_tree() {
+	local t=$SC_TMP/stale out
+	mkdir -p "$t/cache/linux"
+	git -C "$t/cache/linux" init -q
+	echo stale >"$t/cache/linux/.git/blkctx-applied"
+	# kunit.py's architecture options: a cross compiler only where one is
+	out=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import kunit_step
+for arch in ("x86_64", "arm"):
+    print(*(a for a in kunit_step.kunit_args(arch) if a.startswith(("--arch", "--cross"))))')
+	sc_same "kunit: --arch, and --cross_compile only for arm" "--arch=x86_64
+--arch=arm --cross_compile=arm-linux-gnueabihf-" "$out"
+	out=$(BLKCTX_CACHE=$t/cache PYTHONPATH=$REPO/tools/lib python3 -B - 2>&1 <<'PY'
+import shutil
+import build_step, checkpatch_step, kunit_step, pahole_step, tree_step
+shutil.which = lambda name: "/bin/true"
+def ran(*args, **kwargs):
+    print("ran")
+    raise SystemExit(3)
+kunit_step.run_arch = checkpatch_step.judge = pahole_step.ready = ran
+build_step.worktree = build_step.warnings_arch = ran
+tree_step.Tree.recipients = ran
+for module, argv in ((kunit_step, ["kunit"]), (checkpatch_step, ["checkpatch"]),
+                     (pahole_step, ["pahole"]), (build_step, ["build-each"]),
+                     (build_step, ["warnings"]),
+                     (tree_step, ["mail", "--from=A B <a@b.c>", "/nonexistent/mail"])):
+    print(argv[0], module.main(argv, lock=False))
+PY
+) || out+=" status $?"
+	sc_same "every command that uses the tree refuses a stale one" "kunit 1
+checkpatch 1
+pahole 1
+build-each 1
+warnings 1
+mail 1" "$(grep -v '^blkctx: error: series/, kunit/ or selftests/ changed since' <<<"$out")"
+}
+
 # export and mail: the same bytes whatever the user's git configuration.
 sc_export() {
 	local t=$SC_TMP/export mode
@@ -1286,6 +1325,16 @@ status 124" "$(printf '%s\n' "$out" | sed 's/(pid [0-9]*\(.*since \).*)/(pid P\1
 print(open('$t/.lock').read().split(' (')[0])" 2>&1)
 	sc_same "lock (python): taken when free, and says who holds it" "locked
 tools/blkctx kunit" "$out"
+	# a child the command starts (descriptors inherited, as os.system
+	# does) shares the lock: it does not wait for its own parent
+	out=$( (
+		unset BLKCTX_LOCK_FD
+		BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib python3 -B -c "$take
+import subprocess, sys
+subprocess.run(['timeout', '5', sys.executable, '-B', '-c', \"$take\"], close_fds=False)"
+	) 2>&1)
+	sc_same "lock (python): a child of the command shares it" "locked
+locked" "$out"
 }
 
 # checkpatch: a Fixes: tag the tree cannot look up passes only with the id
@@ -1523,6 +1572,7 @@ do_selfcheck() {
 	sc_kconfig
 	sc_prepare
 	sc_export
+	sc_stale_tree
 	sc_mail
 	sc_resolve
 	sc_apt
