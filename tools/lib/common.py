@@ -125,7 +125,7 @@ def run_command(name, body):
     except Failure as e:
         fail(str(e))
         return 1
-    except (OSError, subprocess.CalledProcessError) as e:
+    except (OSError, subprocess.CalledProcessError, UnicodeError) as e:
         fail("%s: %s" % (name, e))
         return 1
     except Interrupted as e:
@@ -202,8 +202,11 @@ def patches_digest(repo=REPO, tarball=TARBALL) -> str:
 
 
 def tree_git(tree, *args) -> bytes:
-    return subprocess.run(["git", "-C", tree] + list(args), check=True,
-                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE).stdout
+    """git in TREE, its output. An interrupt waits for it: a git stopped
+    midway (checkout, worktree add) leaves its locks behind."""
+    with SIGNALS.deferred():
+        return subprocess.run(["git", "-C", tree] + list(args), check=True,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE).stdout
 
 
 def tree_state(tree=TREE) -> str:

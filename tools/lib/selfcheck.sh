@@ -721,6 +721,27 @@ print(run(tree.prepare, True))' 2>/dev/null)
 	sc_same "prepare --force: a new source is extracted again" "extracted again
 applied
 0" "$rc"
+	sc_tree "$t-same"
+	rc=$(sc_tree_step "$t-same" 'tree.record()
+with open(tree.dot_git("blkctx-applied-head"), "w") as f:
+    f.write(tree.git("rev-parse", "HEAD~1"))
+tree.tarball_version = lambda: "1"
+tree.make_pristine = lambda: print("extracted again")
+tree.apply_series = lambda: print("applied")
+print(run(tree.prepare, True))' 2>/dev/null)
+	sc_same "prepare --force: the same source drops commits not exported (CI's prepare)" \
+		"applied
+0" "$rc"
+	# the cover letter's body as it is, byte for byte: another encoding, a
+	# carriage return, a form feed
+	rc=$(sc_tree_step "$t-same" 'import os
+os.makedirs(tree.repo + "/series", exist_ok=True)
+with open(tree.repo + "/series/0000-cover-letter.patch", "wb") as f:
+    f.write(b"Subject: [PATCH 0/1] caf\xe9\n\ncaf\xe9\r\nform\x0cfeed\n\nblkctx developers (1):\n")
+print(repr(tree.cover_subject().encode("utf-8", "surrogateescape")),
+      repr(tree.cover_body().encode("utf-8", "surrogateescape")))' 2>&1)
+	sc_same "prepare: the cover letter's subject and body, byte for byte" \
+		"b'caf\\xe9' b'caf\\xe9\\r\\nform\\x0cfeed'" "$rc"
 	rc=$(sc_tree_step "$t" 'tree.tarball_version = lambda: "1"
 print(run(tree.prepare), tree.git("log", "-1", "--format=%s").strip())' 2>&1)
 	sc_same "prepare: the same source with commits not exported is refused" \

@@ -30,7 +30,8 @@ sys.dont_write_bytecode = True
 # after the line above: these import nothing that writes bytecode
 import common  # noqa: E402
 from common import Failure  # noqa: E402
-from procs import say  # noqa: E402
+import procs  # noqa: E402
+from procs import SIGNALS, say  # noqa: E402
 
 IDENT_NAME = "blkctx developers"
 IDENT_EMAIL = "devel@blkctx.invalid"
@@ -44,6 +45,25 @@ COVER = "0000-cover-letter.patch"
 # check of the mail: format.headers, diff.orderFile, diff.noprefix,
 # mailinfo.scissors, trailer.* and the like would change the bytes
 PURE = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+# Text as git and the files have it, byte for byte: UTF-8 where it is, any
+# other byte kept (surrogateescape), lines split only at "\n"
+TEXT = {"encoding": "utf-8", "errors": "surrogateescape"}
+
+
+def read_text(path):
+    with open(path, newline="", **TEXT) as f:
+        return f.read()
+
+
+def write_text(path, text):
+    with open(path, "w", newline="", **TEXT) as f:
+        f.write(text)
+
+
+def lines_of(text):
+    """TEXT's lines as awk and sed see them: split at "\n" only."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def identity(name, email):
@@ -96,24 +116,31 @@ class Tree:
         self.build = os.path.join(cache, "build")
         self.tarball = tarball
 
-    def run_git(self, *args, pure=False, env=None, stdin=None, cwd=None, quiet=False):
-        """git in the tree (or CWD) as the series' identity, with PURE
-        without the user's and the system's configuration, with QUIET
-        without its standard error."""
+    def run_git(self, *args, user=False, env=None, stdin=None, cwd=None, quiet=False,
+                terminal=False):
+        """git in the tree (or CWD) as the series' identity, without the
+        user's and the system's configuration unless USER (it would change
+        what git prints: log.showSignature, format.headers and the like),
+        STDIN as its input, without its standard error if QUIET, on our
+        terminal if TERMINAL (an editor, and what am and rebase say). An
+        interrupt waits for it: a git stopped midway leaves its locks."""
         environ = dict(os.environ, **identity(IDENT_NAME, IDENT_EMAIL))
-        if pure:
+        if not user:
             environ.update(PURE)
         environ.update(env or {})
-        return subprocess.run(["git", "-C", cwd or self.tree] + list(args), input=stdin,
-                              stdin=None if stdin is not None else subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, text=True, env=environ,
-                              stderr=subprocess.DEVNULL if quiet else None)
+        with SIGNALS.deferred():
+            return subprocess.run(
+                ["git", "-C", cwd or self.tree] + list(args), input=stdin,
+                stdin=None if stdin is not None or terminal else subprocess.DEVNULL,
+                stdout=None if terminal else subprocess.PIPE, env=environ,
+                stderr=subprocess.DEVNULL if quiet else None, **TEXT)
 
     def git(self, *args, check=True, **kwargs):
         """run_git's output; unless CHECK, a failure is no error."""
         run = self.run_git(*args, **kwargs)
         if check and run.returncode != 0:
-            raise Failure("git %s in %s failed" % (args[0], kwargs.get("cwd") or self.tree))
+            command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
+            raise Failure("git %s in %s failed" % (command, kwargs.get("cwd") or self.tree))
         return run.stdout
 
     def dot_git(self, name):
@@ -121,17 +148,15 @@ class Tree:
 
     def read_dot_git(self, name):
         try:
-            with open(self.dot_git(name)) as f:
-                return f.read().strip()
+            return read_text(self.dot_git(name)).strip()
         except OSError:
             return None
 
     def record(self):
         """The tree holds exactly the patch files now."""
-        with open(self.dot_git("blkctx-applied"), "w") as f:
-            f.write(common.patches_digest(self.repo, self.tarball) + "\n")
-        with open(self.dot_git("blkctx-applied-head"), "w") as f:
-            f.write(self.git("rev-parse", "HEAD"))
+        write_text(self.dot_git("blkctx-applied"),
+                   common.patches_digest(self.repo, self.tarball) + "\n")
+        write_text(self.dot_git("blkctx-applied-head"), self.git("rev-parse", "HEAD"))
 
     def tarball_version(self):
         try:
@@ -166,13 +191,12 @@ class Tree:
         try:
             os.makedirs(tmp)
             say("prepare: extracting %s" % self.tarball)
-            subprocess.run(["tar", "-xJf", self.tarball, "-C", tmp, "--strip-components=1"],
-                           check=True, stdin=subprocess.DEVNULL)
+            # a minute or more: an interrupt stops it at once
+            if procs.run(["tar", "-xJf", self.tarball, "-C", tmp, "--strip-components=1"],
+                         "prepare: extracting", procs.progress_seconds()) != 0:
+                raise Failure("prepare: cannot extract %s" % self.tarball)
             gitignore = os.path.join(tmp, ".gitignore")
-            with open(gitignore) as f:
-                text = gitignore_without_debian(f.read())
-            with open(gitignore, "w") as f:
-                f.write(text)
+            write_text(gitignore, gitignore_without_debian(read_text(gitignore)))
             version = subprocess.run(["make", "-s", "-C", tmp, "kernelversion"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True).stdout.strip()
@@ -186,8 +210,7 @@ class Tree:
                      "Linux %s (Debian linux-source-6.12 %s)" % (version, source), cwd=tmp,
                      env={"GIT_AUTHOR_DATE": PRISTINE_DATE, "GIT_COMMITTER_DATE": PRISTINE_DATE})
             self.git("tag", "pristine", cwd=tmp)
-            with open(os.path.join(tmp, ".git", "blkctx-source"), "w") as f:
-                f.write(source + "\n")
+            write_text(os.path.join(tmp, ".git", "blkctx-source"), source + "\n")
             shutil.rmtree(self.tree, ignore_errors=True)
             os.rename(tmp, self.tree)
         finally:
@@ -199,7 +222,7 @@ class Tree:
         self.run_git("am", "--abort", quiet=True)
         files = common.patch_files(self.repo)
         for path in files:
-            if self.run_git("am", "-q", "--keep-cr", path).returncode != 0:
+            if self.run_git("am", "-q", "--keep-cr", path, terminal=True).returncode != 0:
                 raise Failure("patch %s does not apply; the tree is left in git am state in %s"
                               % (os.path.basename(path), self.tree))
         say("prepare: applied %d patches in %s" % (len(files), self.tree))
@@ -241,7 +264,7 @@ class Tree:
         if self.git("status", "--porcelain", "--untracked-files=no"):
             raise Failure("%s has uncommitted changes: commit them first" % self.tree)
         dirs = []
-        for subject in self.git("log", "--reverse", "--format=%s", "pristine..HEAD").splitlines():
+        for subject in lines_of(self.git("log", "--reverse", "--format=%s", "pristine..HEAD")):
             group = patch_dir(subject)
             if dirs and GROUPS.index(group) < GROUPS.index(dirs[-1]):
                 raise Failure('"%s" (%s) comes after a later group: order the commits series, '
@@ -252,8 +275,7 @@ class Tree:
         try:
             os.makedirs(out)
             self.git("-c", "core.abbrev=12", "format-patch", "-q", "--zero-commit",
-                     "--no-signature", "-N", "--find-renames", "-o", out, "pristine..HEAD",
-                     pure=True)
+                     "--no-signature", "-N", "--find-renames", "-o", out, "pristine..HEAD")
             written = sorted(glob.glob(os.path.join(out, "*.patch")))
             if len(written) != len(dirs):
                 raise Failure("export: git format-patch wrote %d patches for %d commits"
@@ -278,7 +300,9 @@ class Tree:
         series, kunit, selftests order, keeping the order in each group."""
         self.require()
         env = {"GIT_SEQUENCE_EDITOR": os.path.join(common.LIB, "reorder-todo")}
-        if self.run_git("rebase", "-q", "-i", "--autosquash", "pristine", env=env).returncode:
+        # the user's editor for a squash!, on the terminal
+        if self.run_git("rebase", "-q", "-i", "--autosquash", "pristine", env=env, user=True,
+                        terminal=True).returncode:
             raise Failure("rebase stopped; resolve it in %s (git rebase --continue or --abort)"
                           % self.tree)
         sys.stdout.write(self.git("log", "--oneline", "pristine..HEAD"))
@@ -288,8 +312,7 @@ class Tree:
 
     def cover_lines(self):
         try:
-            with open(os.path.join(self.repo, "series", COVER)) as f:
-                return f.read().splitlines()
+            return lines_of(read_text(os.path.join(self.repo, "series", COVER)))
         except FileNotFoundError:
             return None
 
@@ -321,7 +344,7 @@ class Tree:
     def based_on(self):
         version = subprocess.run(["make", "-s", "-C", self.tree, "kernelversion"],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 text=True).stdout.strip()
+                                 **TEXT).stdout.strip()
         return "Based on Linux %s, as in Debian's linux-source-6.12 %s." % (
             version, self.read_dot_git("blkctx-source") or "")
 
@@ -330,13 +353,12 @@ class Tree:
         count = self.git("rev-list", "--count", "pristine..HEAD").strip()
         text = ("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
                 "From: %s\nDate: %s\nSubject: [PATCH 0/%s] %s\n\n%s\n\n" % (
-                    IDENT, self.git("log", "-1", "--format=%aD", "HEAD", pure=True).strip(),
+                    IDENT, self.git("log", "-1", "--format=%aD", "HEAD").strip(),
                     count, self.cover_subject(), self.cover_body()))
-        text += self.git("shortlog", "pristine..HEAD", pure=True)
-        text += self.git("diff", "--stat=72", "--summary", "pristine..HEAD", pure=True)
+        text += self.git("shortlog", "pristine..HEAD")
+        text += self.git("diff", "--stat=72", "--summary", "pristine..HEAD")
         text += "\n" + self.based_on() + "\n"
-        with open(path, "w") as f:
-            f.write(text)
+        write_text(path, text)
 
     def recipients(self, option, directory, roles):
         """OPTION=address for each address get_maintainer.pl gives for the
@@ -346,10 +368,10 @@ class Tree:
                               "--no-git-fallback"] + roles +
                              sorted(glob.glob(os.path.join(directory, "*.patch"))),
                              cwd=self.tree, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             text=True)
+                             **TEXT)
         if run.returncode != 0:
             raise Failure("mail: scripts/get_maintainer.pl failed")
-        return ["%s=%s" % (option, line) for line in run.stdout.splitlines()
+        return ["%s=%s" % (option, line) for line in lines_of(run.stdout)
                 if line and "<%s>" % IDENT_EMAIL not in line]
 
     def mail(self, directory, sender, reroll=1, tag=True):
@@ -375,8 +397,7 @@ class Tree:
         try:
             # get_maintainer reads the patches: a first, plain copy for it
             plain = os.path.join(tmp, "plain")
-            self.git("format-patch", "-q", "--find-renames", "-o", plain, "pristine..HEAD",
-                     pure=True)
+            self.git("format-patch", "-q", "--find-renames", "-o", plain, "pristine..HEAD")
             to = self.recipients("--to", plain, ["--m", "--no-r", "--no-l"])
             if not to:
                 raise Failure("mail: scripts/get_maintainer.pl names no maintainer to send to")
@@ -402,7 +423,7 @@ class Tree:
                 branch, description), "format-patch", "-q", "--zero-commit", "--no-signature",
                 "--numbered", "--thread=shallow", "--cover-letter",
                 "--cover-from-description=subject", "--from", "--signoff", "--find-renames",
-                *version, *to, *cc, "-o", mail, "pristine..HEAD", pure=True,
+                *version, *to, *cc, "-o", mail, "pristine..HEAD",
                 env={"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": address})
             self.mail_check(mail, sender)
             os.makedirs(directory, exist_ok=True)
@@ -419,8 +440,8 @@ class Tree:
             if old and old != head:
                 say("mail: v%d was mailed before from other commits; %s now names these"
                     % (reroll, ref))
-            self.git("update-ref", ref, "HEAD", pure=True)
-            self.git("update-ref", ref + "-base", "pristine", pure=True)
+            self.git("update-ref", ref, "HEAD")
+            self.git("update-ref", ref + "-base", "pristine")
         say("mail: v%d, %d messages from %s in %s (send with git send-email %s/*.patch)" % (
             reroll, len(glob.glob(os.path.join(directory, "*.patch"))), sender, directory,
             directory))
@@ -436,19 +457,17 @@ class Tree:
         # one thread: every patch answers the cover letter
         msgid = None
         for path in covers[:1]:
-            with open(path, errors="replace") as f:
-                for line in f:
-                    m = re.fullmatch(r"Message-I[dD]: (<.*>)\n?", line)
-                    if m:
-                        msgid = m.group(1)
-                        break
+            for line in lines_of(read_text(path)):
+                m = re.fullmatch(r"Message-I[dD]: (<.*>)", line)
+                if m:
+                    msgid = m.group(1)
+                    break
         if not msgid:
             raise Failure("mail: the cover letter has no Message-Id")
         for path in files:
             if path in covers:
                 continue
-            with open(path, errors="replace") as f:
-                if "In-Reply-To: %s" % msgid not in f.read().splitlines():
+            if "In-Reply-To: %s" % msgid not in lines_of(read_text(path)):
                     raise Failure("mail: %s does not answer the cover letter"
                                   % os.path.basename(path))
         tmp = tempfile.mkdtemp()
@@ -471,40 +490,37 @@ class Tree:
         if run.returncode != 0:
             sys.stderr.write(log)
             raise Failure("mail: b4 am cannot take the series")
-        if "Total patches: %d" % len(commits) not in log.splitlines() or "WARNING" in log:
+        if "Total patches: %d" % len(commits) not in lines_of(log) or "WARNING" in log:
             sys.stderr.write(log)
             raise Failure("mail: b4 am does not see %d patches in one thread" % len(commits))
         split = os.path.join(tmp, "split")
         count = self.git("mailsplit", "-o" + split, os.path.join(tmp, "b4", "series.mbx"),
-                         pure=True, cwd=tmp).strip()
+                         cwd=tmp).strip()
         if count != str(len(commits)):
             raise Failure("mail: b4 am gave another number of patches than %d" % len(commits))
         index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        self.git("read-tree", "pristine", pure=True, env=index)
+        self.git("read-tree", "pristine", env=index)
         msg, patch = os.path.join(tmp, "msg"), os.path.join(tmp, "patch")
         for i, commit in enumerate(commits, 1):
-            with open(os.path.join(split, "%04d" % i)) as f:
-                info = self.git("mailinfo", msg, patch, pure=True, stdin=f.read(), cwd=tmp)
-            if subprocess.run(["git", "-C", self.tree, "apply", "--cached", patch],
-                              stdin=subprocess.DEVNULL,
-                              env=dict(os.environ, **PURE, **index)).returncode != 0:
+            info = self.git("mailinfo", msg, patch, cwd=tmp,
+                            stdin=read_text(os.path.join(split, "%04d" % i)))
+            if self.run_git("apply", "--cached", patch, env=index).returncode != 0:
                 raise Failure("mail: patch %d does not apply" % i)
-            if self.git("write-tree", pure=True, env=index).strip() != \
+            if self.git("write-tree", env=index).strip() != \
                     self.git("rev-parse", commit + "^{tree}").strip():
                 raise Failure("mail: patch %d does not give the tree of %s" % (
                     i, self.git("log", "-1", '--format=%h ("%s")', commit).strip()))
             want = self.git("log", "-1", "--format=Author: %an%nEmail: %ae%nSubject: %s",
                             commit).strip()
-            got = "\n".join(line for line in info.splitlines()
+            got = "\n".join(line for line in lines_of(info)
                             if re.match(r"(Author|Email|Subject): ", line))
             if got != want:
                 raise Failure("mail: patch %d is not from its author or has another subject: %s"
                               % (i, got))
             want = self.git("interpret-trailers", "--if-exists", "addIfDifferentNeighbor",
-                            "--trailer", "Signed-off-by: " + sender, pure=True,
+                            "--trailer", "Signed-off-by: " + sender,
                             stdin=self.git("log", "-1", "--format=%b", commit), cwd=tmp)
-            with open(msg) as f:
-                got = f.read()
+            got = read_text(msg)
             if got.rstrip("\n") != want.rstrip("\n"):
                 raise Failure("mail: patch %d's message is not its commit's with the sender's "
                               "sign-off last" % i)
