@@ -221,7 +221,6 @@ main() {
 	setup) do_setup ;;
 	patches) patch_files ;;
 	selftests) do_selftests_both "$@" ;;
-	test) do_test ;;
 	demo) do_demo ;;
 	bench) do_bench ;;
 	bench-check) do_bench_check ;;

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# The commands that run several steps (selftests, test and demo), and the
-# KUnit kernels, through tools/lib/kunit_step.py (which runs the kunit
+# The commands that boot several guests (selftests and demo), and the KUnit
+# kernels, through tools/lib/kunit_step.py (which runs the kunit
 # command: the tree's own kunit.py, one build directory per architecture).
 
 # kunit_config ARCH FILE: the .config kunit.py builds for ARCH.
@@ -86,19 +86,6 @@ do_selftests_both() {
 	done
 	echo "selftests: $GUEST_PASSED passed, $GUEST_FAILED failed, $GUEST_SKIPPED skipped"
 	return $rc
-}
-
-# do_test: tools/lib/runner.py runs the steps, each a tools/blkctx process of
-# its own (BLKCTX_SELF replaces tools/blkctx, for selfcheck), and writes the
-# closing line and the JSON results. On a fresh machine python3 came with
-# the setup that tools/blkctx ran first (do_bootstrap); the runner runs it
-# again, in seconds.
-do_test() {
-	local self=${BLKCTX_SELF:-$REPO/tools/blkctx} force=""
-	# CI tests the patch files, whatever an earlier session left in the tree
-	[ "${CI:-}" != true ] || force=--force-prepare
-	run_child python3 -B "$REPO/tools/lib/runner.py" --blkctx "$self" \
-		--json "$BUILD/test-results.json" ${force:+"$force"}
 }
 
 # kunit_build ARCH WHO: build the KUnit kernel that WHO's guest boots.

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""The steps of "tools/blkctx test": each one a tools/blkctx process of its
-own, counted and recorded, so that a step that dies still counts and the
+"""The test command: each of its steps a tools/blkctx process of its own,
+counted and recorded, so that a step that dies still counts and the
 closing "total:" line and the JSON results always agree.
+
+The steps hold the cache's lock that test takes (common.lock). On a fresh
+machine python3 came with the setup that tools/blkctx ran first
+(blkctx.sh's bootstrap); the first step runs it again, in seconds.
 
 A step reports its cases by appending "NAME PASSED FAILED SKIPPED" lines to
 the file named by $BLKCTX_RESULTS (report_counts in tools/lib/blkctx.sh; die adds
@@ -18,7 +22,11 @@ import sys
 import tempfile
 import time
 
-from procs import SIGNALS, Interrupted, say, stop
+sys.dont_write_bytecode = True
+
+# after the line above: these import nothing that writes bytecode
+import common  # noqa: E402
+from procs import SIGNALS, Interrupted, say, stop  # noqa: E402
 
 # (kind, step): "quiet" counts only a failure, and the run stops there;
 # "one" is one pass or one failure; "cases" counts what the step reported,
@@ -138,14 +146,9 @@ class Run:
         return ok and not failed
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--blkctx", required=True, help="the tools/blkctx that runs each step")
-    parser.add_argument("--json", required=True, help="where the JSON results go")
-    parser.add_argument("--force-prepare", action="store_true",
-                        help="prepare --force (CI tests the patch files, whatever the tree holds)")
-    opts = parser.parse_args()
-
+def run_plan(blkctx, json_path, force_prepare):
+    """Every step of PLAN through BLKCTX, the closing line, the JSON in
+    JSON_PATH; the status of the whole run."""
     results = None
     try:
         SIGNALS.install()
@@ -153,16 +156,16 @@ def main():
             fd, results = tempfile.mkstemp(prefix="blkctx-results.")
             os.close(fd)
         os.environ["BLKCTX_RESULTS"] = results
-        run = Run(opts.blkctx, results)
+        run = Run(blkctx, results)
         ok = True
         for kind, name in PLAN:
-            args = [name] + (["--force"] if name == "prepare" and opts.force_prepare else [])
+            args = [name] + (["--force"] if name == "prepare" and force_prepare else [])
             if not run.step(kind, args):
                 ok = False
                 # without the packages and the tree no other step can run
                 if kind == "quiet":
                     break
-        return 0 if run.total(opts.json) and ok else 1
+        return 0 if run.total(json_path) and ok else 1
     except Interrupted as e:
         say("interrupted" if e.signum == signal.SIGINT else "terminated")
         return 128 + e.signum
@@ -176,5 +179,36 @@ def main():
                 pass
 
 
+def main(argv, lock=True):
+    """The test command (ARGV is ["test"]): its steps through tools/blkctx
+    (BLKCTX_SELF replaces it, for the selfcheck), the JSON in the cache's
+    build/test-results.json. CI tests the patch files, whatever an earlier
+    session left in the tree: prepare --force."""
+    if argv != ["test"]:
+        print("usage: runner.py test", file=sys.stderr)
+        return 2
+
+    def body():
+        if lock:
+            common.lock("test")
+        blkctx = os.environ.get("BLKCTX_SELF") or os.path.join(common.REPO, "tools", "blkctx")
+        return run_plan(blkctx, os.path.join(common.BUILD, "test-results.json"),
+                        os.environ.get("CI") == "true")
+
+    return common.run_command("test", body)
+
+
+def script_main():
+    """runner.py --blkctx B --json J: the steps through B, without the lock
+    (a selfcheck case)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--blkctx", required=True, help="the tools/blkctx that runs each step")
+    parser.add_argument("--json", required=True, help="where the JSON results go")
+    parser.add_argument("--force-prepare", action="store_true",
+                        help="prepare --force (CI tests the patch files, whatever the tree holds)")
+    opts = parser.parse_args()
+    return run_plan(opts.blkctx, opts.json, opts.force_prepare)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(script_main())

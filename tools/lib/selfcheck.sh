@@ -471,10 +471,19 @@ EOF
 	chmod +x "$SC_TMP/fake"
 }
 
+# sc_py_test: the test command of tools/lib/runner.py, its cache the
+# scratch $SC_TMP/cache (its lock, build/test-results.json), its steps
+# through the fake tools/blkctx.
+sc_py_test() {
+	BLKCTX_CACHE=$SC_TMP/cache BLKCTX_SELF=${BLKCTX_SELF:-$SC_TMP/fake} TMPDIR=$SC_TMP \
+		PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, runner
+sys.exit(runner.main(["test"]))'
+}
+
 sc_test_steps() {
-	local out=$SC_TMP/test.out rc json=$SC_TMP/build/test-results.json
+	local out=$SC_TMP/test.out rc json=$SC_TMP/cache/build/test-results.json
 	sc_fake_steps
-	rc=$(BUILD=$SC_TMP/build TMPDIR=$SC_TMP BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
+	rc=$(sc_run "$out" sc_py_test)
 	# selfcheck, mail-check, kunit 5 + 1 skipped, selftests 3, bench-check 2,
 	# demo, warnings; checkpatch, kunit's die, selftests' failure, pahole's set -e exit
 	sc_same "test: every step counted, dying ones too" \
@@ -493,10 +502,10 @@ print(d["passed"], d["failed"], d["skipped"], "=",
 print(len(steps), "steps", end="; ")
 print("kunit:", kunit["status"], "[" + ", ".join("%s %d %d %d" % (r["name"], r["passed"],
       r["failed"], r["skipped"]) for r in kunit["reports"]) + "]")' "$json" 2>&1)"
-	rc=$(BUILD=$SC_TMP/build TMPDIR=$SC_TMP SC_FAKE=silent BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
+	rc=$(SC_FAKE=silent sc_run "$out" sc_py_test)
 	sc_same "test: a step that reports no result fails, as does one that fails with none failed" \
 		"1 total: 11 passed, 5 failed, 1 skipped" "$rc $(grep '^total:' "$out")"
-	rc=$(BUILD=$SC_TMP/build TMPDIR=$SC_TMP SC_FAKE=setupfails BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test)
+	rc=$(SC_FAKE=setupfails sc_run "$out" sc_py_test)
 	sc_same "test: a failed setup still ends with the total" \
 		"1 total: 0 passed, 1 failed, 0 skipped" "$rc $(grep '^total:' "$out")"
 	sc_same "test: a failed setup still writes the JSON" "0 1 0 setup" \
@@ -505,12 +514,20 @@ d = json.load(open(sys.argv[1]))
 print(d["passed"], d["failed"], d["skipped"], " ".join(s["step"] for s in d["steps"]))' "$json" 2>&1)"
 	# each step holds the cache's lock that test took (else it would wait
 	# for it for ever): the runner passes the descriptor on
-	rc=$( (CACHE=$SC_TMP/lockcache
-		unset BLKCTX_LOCK_FD
-		cache_lock test 2>/dev/null
-		BUILD=$SC_TMP/build TMPDIR=$SC_TMP SC_FAKE=lock BLKCTX_SELF=$SC_TMP/fake sc_run "$out" do_test) )
+	rc=$( (unset BLKCTX_LOCK_FD
+		SC_FAKE=lock sc_run "$out" sc_py_test) )
 	sc_same "test: every step holds test's lock" \
 		"0 total: 9 passed, 0 failed, 0 skipped" "$rc $(grep '^total:' "$out")"
+	# CI tests the patch files: prepare --force there, plain prepare elsewhere
+	printf '#!/bin/sh\necho "$*" >>"%s/steps"\n' "$SC_TMP" >"$SC_TMP/fake-args"
+	chmod +x "$SC_TMP/fake-args"
+	rc=$(for ci in true ""; do
+		rm -f "$SC_TMP/steps"
+		CI=$ci BLKCTX_SELF=$SC_TMP/fake-args sc_run "$out" sc_py_test >/dev/null
+		sed -n 2p "$SC_TMP/steps"
+	done)
+	sc_same "test: prepare --force in CI only" "prepare --force
+prepare" "$rc"
 }
 
 # SIGTERM or SIGINT to test, or to its step runner alone (as a CI job's
@@ -522,9 +539,10 @@ sc_test_interrupt() {
 	mkdir -p "$t/tmp"
 	sc_fake_steps
 	for sig in TERM INT; do
-		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/lib/blkctx.sh'
-			BUILD='$SC_TMP/build' SC_FAKE=hang BLKCTX_SELF='$SC_TMP/fake' do_test
-			echo 'went on after test'"
+		sc_signal_run "$t" "$sig" "BLKCTX_CACHE='$SC_TMP/cache' SC_FAKE=hang \
+			BLKCTX_SELF='$SC_TMP/fake' PYTHONPATH='$REPO/tools/lib' exec python3 -B -c \
+			'import sys, runner
+sys.exit(runner.main([\"test\"]))'"
 		out=$(sc_signal_outcome "$t" step)
 		sc_same "interrupt: SIG$sig ends test and its running step at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
