@@ -1016,22 +1016,79 @@ sc_apt() {
 # A failed package resolution is never cached as resolved.
 sc_resolve() {
 	local t=$SC_TMP/resolve rc
-	mkdir -p "$t"
-	rc=$( (
-		guest_resolve() { say "guest: no armhf package provides libfoo"; return 1; }
-		guest_resolved "$t/resolved" key armhf 2>/dev/null
-		echo reached
-	)) || true
-	sc_same "guest: a failed resolution dies" "" "$rc"
-	sc_same "guest: a failed resolution is not cached" "absent" \
-		"$([ -e "$t/resolved" ] && echo present || echo absent)"
-	printf 'key\n\n' >"$t/resolved"
-	rc=$( (
-		guest_resolve() { echo "busybox 1:1.35.0-4 armhf"; }
-		guest_resolved "$t/resolved" key armhf 2>/dev/null
-		echo "$GUEST_RESOLVED"
-	))
-	sc_same "guest: an empty cached resolution is resolved again" "busybox 1:1.35.0-4 armhf" "$rc"
+	mkdir -p "$t/bin"
+	# a stand-in apt-cache: three packages of armhf, libgcc-s1 for the
+	# first alternative of libc6's; "broken" needs one that is missing or
+	# only of the host's architecture
+	cat >"$t/bin/apt-cache" <<'EOF'
+#!/bin/sh
+for a; do
+	case $a in
+	busybox:armhf) printf 'Package: busybox\nVersion: 1:1.35.0-4\nArchitecture: armhf\nPre-Depends: libc6 (>= 2.34)\nDescription: x\n multi: line\n\n' ;;
+	libc6:armhf) printf 'Package: libc6\nVersion: 2.36-9\nArchitecture: armhf\nDepends: libgcc-s1:any | libgcc1, busybox\n\n' ;;
+	libgcc-s1) printf 'Package: libgcc-s1\nVersion: 12.2.0-14\nArchitecture: armhf\n\n' ;;
+	broken:armhf) printf 'Package: broken\nVersion: 1\nArchitecture: armhf\nDepends: libnothere | hostonly\n\n' ;;
+	hostonly) printf 'Package: hostonly\nVersion: 1\nArchitecture: amd64\n\n' ;;
+	esac
+done
+exit 100
+EOF
+	chmod +x "$t/bin/apt-cache"
+	rc=$(PATH=$t/bin:$PATH PYTHONPATH=$REPO/tools/lib python3 -B -c 'import common, guest_root
+print(*guest_root.resolve("armhf", ["busybox"]), sep="\n")
+print(common.run_command("guest", lambda: guest_root.resolve("armhf", ["broken"])))' 2>&1 ||
+		echo "status $?")
+	sc_same "guest: packages resolved from apt, dependencies and alternatives followed" \
+		"busybox 1:1.35.0-4 armhf
+libc6 2.36-9 armhf
+libgcc-s1 12.2.0-14 armhf
+blkctx: error: guest: no armhf package provides libnothere|hostonly
+1" "$rc"
+	rc=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, common, guest_root
+def fails(darch, debs):
+    raise common.Failure("guest: no armhf package provides libfoo")
+path = sys.argv[1] + "/resolved"
+print(common.run_command("guest", lambda: guest_root.resolved(path, "key", "armhf", fails)))
+import os
+print("cached" if os.path.exists(path) else "not cached")
+with open(path, "w") as f:
+    f.write("key\n\n")
+print(*guest_root.resolved(path, "key", "armhf", lambda darch, debs: ["busybox 1:1.35.0-4 armhf"]))
+print(*guest_root.resolved(path, "key", "armhf", fails))' "$t" 2>&1 || echo "status $?")
+	sc_same "guest: a failed resolution fails and is not cached; an empty cached one is resolved again" \
+		"blkctx: guest: no armhf package provides libfoo
+blkctx: error: guest: cannot resolve the armhf packages busybox e2fsprogs mmc-utils sqlite3 and their dependencies
+1
+not cached
+busybox 1:1.35.0-4 armhf
+busybox 1:1.35.0-4 armhf" "$rc"
+	# a program of the host's own copied with what it needs to run
+	rc=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import os, sys, guest_root
+root = sys.argv[1]
+guest_root.copy_elf("/", root, "usr/bin/true", sys.implementation._multiarch, {})
+interp, needed = guest_root.elf_needs(root + "/usr/bin/true")
+triplet = sys.implementation._multiarch
+print("interpreter", "copied" if interp and guest_root.real(root, interp) else "missing")
+print("libraries", len(needed), "copied" if all(any(guest_root.real(root, d + "/" + lib)
+      for d in ("lib/" + triplet, "usr/lib/" + triplet, "lib", "usr/lib")) for lib in needed)
+      else "missing")' "$t/copy" 2>&1 || echo "status $?")
+	sc_same "guest: a program with its interpreter and libraries" "interpreter copied
+libraries 1 copied" "$rc"
+	# symlinks resolved inside the root, a loop is no file
+	mkdir -p "$t/root/usr/lib" "$t/root/lib"
+	: >"$t/root/usr/lib/libc.so.6"
+	ln -s ../usr/lib/libc.so.6 "$t/root/lib/libc.so.6"
+	ln -s /lib/../usr/lib/libc.so.6 "$t/root/abs"
+	ln -s loop2 "$t/root/loop1"
+	ln -s loop1 "$t/root/loop2"
+	rc=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, guest_root
+for path in ("lib/libc.so.6", "/abs", "loop1", "lib/none"):
+    print(guest_root.real(sys.argv[1], path))' "$t/root" 2>&1 || echo "status $?")
+	sc_same "guest: paths in the packages, through their symlinks" "usr/lib/libc.so.6
+usr/lib/libc.so.6
+blkctx: guest: symlink loop at loop1
+None
+None" "$rc"
 }
 
 # sc_py_cli CODE ARGS...: python3 runs CODE with os, sys and tools/lib/cli.py
