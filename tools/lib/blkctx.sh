@@ -213,13 +213,12 @@ main() {
 	shift
 	# the commands that change or read what is in $BLKCTX_CACHE
 	case $cmd in
-	bootstrap | setup | patches | selfcheck) ;;
+	bootstrap | setup | selfcheck) ;;
 	*) cache_lock "$cmd" "$@" ;;
 	esac
 	case $cmd in
 	bootstrap) do_bootstrap "$@" ;;
 	setup) do_setup ;;
-	patches) patch_files ;;
 	selftests) do_selftests_both "$@" ;;
 	demo) do_demo ;;
 	bench) do_bench ;;

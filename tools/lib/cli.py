@@ -268,7 +268,7 @@ PYTHON_COMMANDS = {"kunit": "kunit_step", "checkpatch": "checkpatch_step",
                    "pahole": "pahole_step", "build-each": "build_step",
                    "warnings": "build_step", "prepare": "tree_step", "export": "tree_step",
                    "reorder": "tree_step", "mail": "tree_step", "mail-check": "tree_step",
-                   "test": "runner"}
+                   "patches": "tree_step", "test": "runner"}
 
 
 def run(argv):

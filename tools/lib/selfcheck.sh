@@ -896,6 +896,17 @@ warnings 1
 mail 1" "$(grep -v '^blkctx: error: series/, kunit/ or selftests/ changed since' <<<"$out")"
 }
 
+# patches: the files in git am's order, quiet when its reader stops early.
+sc_patches() {
+	local out
+	out=$("$REPO/tools/blkctx" patches 2>&1 | sed -n '1p;$p'; echo "${PIPESTATUS[0]}")
+	sc_same "patches: series/ first, selftests/ last" "series/0001 selftests/ 0" \
+		"$(sed -E 's|^.*/(series/0001)-.*|\1|; s|^.*/(selftests/).*|\1|' <<<"$out" | paste -sd ' ')"
+	# the reader closes its end before python3 has started
+	out=$("$REPO/tools/blkctx" patches 2>&1 | { exec <&-; sleep 1; }; echo "${PIPESTATUS[0]}")
+	sc_same "patches: a reader that stops early is no error" "0" "$out"
+}
+
 # export and mail: the same bytes whatever the user's git configuration.
 sc_export() {
 	local t=$SC_TMP/export mode
@@ -1668,6 +1679,7 @@ do_selfcheck() {
 	sc_kconfig
 	sc_prepare
 	sc_export
+	sc_patches
 	sc_stale_tree
 	sc_mail
 	sc_resolve

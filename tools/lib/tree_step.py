@@ -8,6 +8,7 @@
   mail [--reroll=N] --from=IDENT DIR
                            the series as mail from IDENT, checked with b4
   mail-check               mail from a test sender, checked, thrown away
+  patches                  the patch files in the order git am takes them
 
 The tree is a git repository in $BLKCTX_CACHE/linux: one commit for the
 pristine tree (tagged "pristine"), then one per patch on branch "blkctx".
@@ -551,9 +552,18 @@ def main(argv, lock=True):
     p.add_argument("--from", dest="sender", required=True)
     p.add_argument("dir")
     sub.add_parser("mail-check")
+    sub.add_parser("patches")
     opts = parser.parse_args(argv)
 
     def body():
+        if opts.what == "patches":
+            # no tree, no lock: the files of this checkout
+            try:
+                print("\n".join(common.patch_files()), flush=True)
+            except BrokenPipeError:
+                # a reader that stopped early (head) is no error
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
         if lock:
             common.lock(" ".join(argv))
         tree = Tree()
