@@ -162,9 +162,14 @@ def lock(command):
             holder = ""
         say("waiting for %s, in use by %s" % (CACHE, holder or "another run"))
         fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        # a user id without a passwd entry (a container's -u N): only the name is lost
+        user = "uid %d" % os.getuid()
     with open(path, "w") as f:
         f.write("tools/blkctx %s (pid %d, user %s, since %s)\n" % (
-            command, os.getpid(), getpass.getuser(), time.strftime("%Y-%m-%d %H:%M:%S")))
+            command, os.getpid(), user, time.strftime("%Y-%m-%d %H:%M:%S")))
     os.set_inheritable(fd, True)
     os.environ["BLKCTX_LOCK_FD"] = str(fd)
     return fd

@@ -125,7 +125,7 @@ def resolved(path, key, darch, resolve=resolve):
     first line is KEY. Only a resolution that worked is written: a failed
     one, cached, would fail every later run until apt's lists change."""
     try:
-        with open(path) as f:
+        with open(path, errors="replace") as f:
             lines = f.read().split("\n")
         if lines[0] == key:
             listed = [line for line in lines[1:] if line]
@@ -293,7 +293,9 @@ def applets(arch, debs, packages):
     extracted = os.path.join(host, "x")
     shutil.rmtree(extracted, ignore_errors=True)
     try:
-        subprocess.run(["dpkg-deb", "-x", bb, extracted], check=True, stdin=subprocess.DEVNULL)
+        if procs.run(["dpkg-deb", "-x", bb, extracted], "guest: extracting",
+                     procs.progress_seconds()) != 0:
+            raise Failure("guest: cannot extract " + bb)
         return output([os.path.join(extracted, "bin", "busybox"), "--list-full"]).split()
     finally:
         shutil.rmtree(extracted, ignore_errors=True)
@@ -310,7 +312,7 @@ def rootfs(arch, guest_dir):
         ROOT_FORMAT, " ".join(PROGS), " ".join(FILES), "\n".join(listed))
     root = os.path.join(directory, "root")
     try:
-        with open(os.path.join(directory, "root.manifest")) as f:
+        with open(os.path.join(directory, "root.manifest"), errors="replace") as f:
             current = f.read() == manifest
     except OSError:
         current = False
@@ -327,8 +329,9 @@ def rootfs(arch, guest_dir):
     try:
         os.makedirs(packages)
         for deb in sorted(glob.glob(os.path.join(debs, "*.deb"))):
-            if subprocess.run(["dpkg-deb", "-x", deb, packages],
-                              stdin=subprocess.DEVNULL).returncode != 0:
+            # in a session of its own: an interrupt stops its tar too
+            if procs.run(["dpkg-deb", "-x", deb, packages], "guest: extracting",
+                         procs.progress_seconds()) != 0:
                 raise Failure("guest: cannot extract " + deb)
         for d in ("bin", "sbin", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "run",
                   "mnt", "root", "etc"):

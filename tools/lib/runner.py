@@ -136,8 +136,12 @@ class Run:
             except OSError as e:
                 say("test: cannot write the JSON results: %s" % e)
                 ok = False
-            print("total: %(passed)d passed, %(failed)d failed, %(skipped)d skipped" % totals,
-                  flush=True)
+            try:
+                print("total: %(passed)d passed, %(failed)d failed, %(skipped)d skipped"
+                      % totals, flush=True)
+            except OSError as e:
+                say("test: cannot print the closing line: %s" % e)
+                ok = False
             failed = [r["step"] for r in self.records if r["status"]]
             if failed:
                 say("test: FAILED: " + " ".join(failed))
@@ -150,6 +154,7 @@ def run_plan(blkctx, json_path, force_prepare):
     """Every step of PLAN through BLKCTX, the closing line, the JSON in
     JSON_PATH; the status of the whole run."""
     results = None
+    before = os.environ.get("BLKCTX_RESULTS")
     try:
         SIGNALS.install()
         with SIGNALS.deferred():
@@ -177,6 +182,12 @@ def run_plan(blkctx, json_path, force_prepare):
                 os.unlink(results)
             except OSError:
                 pass
+        # a failure reported after the run goes where it went before, not
+        # into a file made again in TMPDIR
+        if before is None:
+            os.environ.pop("BLKCTX_RESULTS", None)
+        else:
+            os.environ["BLKCTX_RESULTS"] = before
 
 
 def main(argv, lock=True):

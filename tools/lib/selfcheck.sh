@@ -453,7 +453,8 @@ sc_fake_steps() {
 . "$REPO/tools/lib/blkctx.sh"
 case \${SC_FAKE:-}:\$1 in
 setupfails:*) die "setup failed" ;;
-lock:*) flock -n "\${BLKCTX_LOCK_FD:-none}" || die "\$1 does not hold test's lock"
+lock:*) [ "\$(readlink "/proc/\$\$/fd/\${BLKCTX_LOCK_FD:-none}")" = "\$CACHE/.lock" ] &&
+	flock -n "\${BLKCTX_LOCK_FD:-none}" || die "\$1 does not hold test's lock"
 	report_counts "\$1" 1 0 0 ;;
 pass:*) report_counts "\$1" 1 0 0 ;;
 # the child in a pipeline of its own group, as a step's guest runs
@@ -539,11 +540,12 @@ sc_test_interrupt() {
 	mkdir -p "$t/tmp"
 	sc_fake_steps
 	for sig in TERM INT; do
-		sc_signal_run "$t" "$sig" "BLKCTX_CACHE='$SC_TMP/cache' SC_FAKE=hang \
+		sc_signal_run "$t" "$sig" "BLKCTX_CACHE='$SC_TMP/cache' SC_FAKE=hang TMPDIR='$t/tmp' \
 			BLKCTX_SELF='$SC_TMP/fake' PYTHONPATH='$REPO/tools/lib' exec python3 -B -c \
 			'import sys, runner
 sys.exit(runner.main([\"test\"]))'"
 		out=$(sc_signal_outcome "$t" step)
+		[ -z "$(ls -A "$t/tmp")" ] || out="$out, left $(ls -A "$t/tmp")"
 		sc_same "interrupt: SIG$sig ends test and its running step at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
 		sc_signal_run "$t" "$sig" "TMPDIR='$t/tmp' SC_FAKE=hang exec python3 -B \
@@ -553,6 +555,14 @@ sys.exit(runner.main([\"test\"]))'"
 		sc_same "interrupt: SIG$sig to the step runner ends its running step at once" \
 			"status $((128 + $(kill -l "$sig"))) in 0 s" "$out"
 	done
+	# a closing line that cannot be written fails the run and leaves no
+	# results file behind
+	out=$( (BLKCTX_CACHE=$SC_TMP/cache SC_FAKE=pass TMPDIR=$t/tmp BLKCTX_SELF=$SC_TMP/fake \
+		PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, runner
+sys.exit(runner.main(["test"]))' >/dev/full 2>/dev/null
+		echo "status $?, left: $(ls -A "$t/tmp")"))
+	sc_same "test: a closing line that cannot be written fails, leaving nothing behind" \
+		"status 1, left: " "$out"
 	# what cannot be run or written fails the run, with the closing line
 	out=$(python3 -B "$REPO/tools/lib/runner.py" --blkctx "$t/none" --json "$t/r.json" 2>&1
 		echo "status $?")
@@ -1065,14 +1075,35 @@ print("cached" if os.path.exists(path) else "not cached")
 with open(path, "w") as f:
     f.write("key\n\n")
 print(*guest_root.resolved(path, "key", "armhf", lambda darch, debs: ["busybox 1:1.35.0-4 armhf"]))
-print(*guest_root.resolved(path, "key", "armhf", fails))' "$t" 2>&1 || echo "status $?")
-	sc_same "guest: a failed resolution fails and is not cached; an empty cached one is resolved again" \
+print(*guest_root.resolved(path, "key", "armhf", fails))
+with open(path, "wb") as f:
+    f.write(b"key\n\xff\n")
+print(*guest_root.resolved(path, "key", "armhf", lambda darch, debs: ["sqlite3 3.40.1-2 armhf"]))
+# fetch: what is missing downloaded, what is no longer listed dropped
+os.makedirs(sys.argv[1] + "/debs")
+for name in ("old_1_armhf.deb", "kept_1_armhf.deb"):
+    open(sys.argv[1] + "/debs/" + name, "w").close()
+def download(directory, specs):
+    print("download", *specs)
+    for spec in specs:
+        name, rest = spec.split(":", 1)
+        arch, version = rest.split("=", 1)
+        open(os.path.join(directory, guest_root.deb_file(name, version, arch)), "w").close()
+    return True
+guest_root.download = download
+guest_root.fetch(sys.argv[1] + "/debs", ["kept 1 armhf", "new 1:2 armhf"])
+print(*sorted(os.listdir(sys.argv[1] + "/debs")))' "$t" 2>&1 || echo "status $?")
+	sc_same "guest: a failed resolution fails and is not cached; an empty or unreadable cached one is resolved again; fetch" \
 		"blkctx: guest: no armhf package provides libfoo
 blkctx: error: guest: cannot resolve the armhf packages busybox e2fsprogs mmc-utils sqlite3 and their dependencies
 1
 not cached
 busybox 1:1.35.0-4 armhf
-busybox 1:1.35.0-4 armhf" "$rc"
+busybox 1:1.35.0-4 armhf
+sqlite3 3.40.1-2 armhf
+blkctx: guest: downloading new:armhf=1:2
+download new:armhf=1:2
+kept_1_armhf.deb new_1%3a2_armhf.deb" "$rc"
 	# a program of the host's own copied with what it needs to run
 	rc=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import os, sys, guest_root
 root = sys.argv[1]
@@ -1442,6 +1473,16 @@ subprocess.run(['timeout', '5', sys.executable, '-B', '-c', \"$take\"], close_fd
 	) 2>&1)
 	sc_same "lock (python): a child of the command shares it" "locked
 locked" "$out"
+	# a user id without a passwd entry loses only its name
+	out=$(BLKCTX_CACHE=$t/nouser PYTHONPATH=$REPO/tools/lib python3 -B -c "import getpass, os
+def nobody():
+    raise KeyError('getpwuid(): uid not found')
+getpass.getuser = nobody
+$take
+print(open('$t/nouser/.lock').read().split(', user ')[1].split(',')[0] == 'uid %d' % os.getuid())" 2>&1 |
+		tail -2 || echo "status $?")
+	sc_same "lock (python): a user without a name still takes it" "locked
+True" "$out"
 }
 
 # checkpatch: a Fixes: tag the tree cannot look up passes only with the id
