@@ -76,25 +76,6 @@ def kconfig_unmet(want, config, symbols):
     return unmet
 
 
-def git(tree, *args):
-    return common.tree_git(tree, *args).decode().strip()
-
-
-def worktree(path, commit):
-    """A worktree of the kernel tree at PATH, made at COMMIT unless there is
-    one; the developer's own tree is left alone."""
-    try:
-        subprocess.run(["git", "-C", path, "rev-parse", "-q", "--verify", "HEAD"], check=True,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        return
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    shutil.rmtree(path, ignore_errors=True)
-    git(common.TREE, "worktree", "prune")
-    git(common.TREE, "worktree", "add", "-q", "--detach", path, commit)
-
-
 def command_build_each(arch, llvm):
     """Build every commit of the series, each with the KUnit .config made
     afresh: olddefconfig at an early commit drops the symbols later patches
@@ -111,9 +92,9 @@ def command_build_each(arch, llvm):
         compiler = ["LLVM=1", "CC=ccache clang"]
         out += "-llvm"
     common.tree_current()
-    commits = git(common.TREE, "rev-list", "--reverse", "pristine..HEAD").split()
+    commits = common.git_text(common.TREE, "rev-list", "--reverse", "pristine..HEAD").split()
     wt = os.path.join(common.CACHE, "each-wt")
-    worktree(wt, "pristine")
+    common.worktree(wt, "pristine")
     os.makedirs(out, exist_ok=True)
     kunit_config = os.path.join(out, "kunit.config")
     kunit_step.config(arch, kunit_config)
@@ -122,9 +103,9 @@ def command_build_each(arch, llvm):
     log = os.path.join(out, "build.log")
     make = common.arch_make(arch, wt) + ["O=" + out] + compiler
     for n, commit in enumerate(commits, 1):
-        subject = git(common.TREE, "log", "-1", "--format=%s", commit)
+        subject = common.git_text(common.TREE, "log", "-1", "--format=%s", commit)
         at = "patch %d (%s)" % (n, subject)
-        git(wt, "checkout", "-f", "-q", "--detach", commit)
+        common.git_text(wt, "checkout", "-f", "-q", "--detach", commit)
         say("build-each: %s %d/%d %s" % (arch, n, len(commits), subject))
         shutil.copyfile(kunit_config, config)
         with open(log, "w") as f:
@@ -219,7 +200,7 @@ def warning_lines(tree, log):
 def touched_objects(arch):
     """The objects of the C files the series adds or changes that the KUnit
     build of ARCH builds."""
-    files = git(common.TREE, "diff", "--name-only", "--diff-filter=AM", "pristine..HEAD",
+    files = common.git_text(common.TREE, "diff", "--name-only", "--diff-filter=AM", "pristine..HEAD",
                 "--", "*.c").split()
     kunit = kunit_step.build_dir(arch)
     return [f[:-2] + ".o" for f in files if os.path.isfile(os.path.join(kunit, f[:-2] + ".o"))]

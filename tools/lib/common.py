@@ -10,6 +10,7 @@ import fcntl
 import getpass
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -212,6 +213,28 @@ def tree_git(tree, *args) -> bytes:
     with SIGNALS.deferred():
         return subprocess.run(["git", "-C", tree] + list(args), check=True,
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE).stdout
+
+
+def git_text(tree, *args) -> str:
+    """tree_git's output as text, without the newline at its end."""
+    return tree_git(tree, *args).decode().strip()
+
+
+def worktree(path, commit, head=None):
+    """A worktree of the kernel tree at PATH, made afresh at COMMIT when
+    there is none there, or (with HEAD) when it is at another commit; the
+    developer's own tree is left alone."""
+    try:
+        now = subprocess.run(["git", "-C", path, "rev-parse", "-q", "--verify", "HEAD"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True).stdout.strip()
+    except OSError:
+        now = ""
+    if now and (head is None or now == head):
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    tree_git(TREE, "worktree", "prune")
+    tree_git(TREE, "worktree", "add", "-q", "--detach", path, commit)
 
 
 def tree_state(tree=TREE) -> str:

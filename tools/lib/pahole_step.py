@@ -80,11 +80,6 @@ def size(struct, objects):
     return None
 
 
-def tree_git(*args):
-    """git in the kernel tree, its output as text."""
-    return common.tree_git(common.TREE, *args).decode().strip()
-
-
 def pristine_worktree():
     return os.path.join(common.CACHE, "pristine-wt")
 
@@ -92,20 +87,11 @@ def pristine_worktree():
 def ready(arch):
     """Both builds of ARCH, the pristine one in a worktree of its own."""
     worktree = pristine_worktree()
-    pristine = tree_git("rev-parse", "pristine")
-    try:
-        head = subprocess.run(["git", "-C", worktree, "rev-parse", "HEAD"],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True).stdout.strip()
-    except OSError:
-        head = ""
-    if not os.path.isdir(worktree) or head != pristine:
-        shutil.rmtree(worktree, ignore_errors=True)
-        tree_git("worktree", "prune")
-        tree_git("worktree", "add", "-q", "--detach", worktree, "pristine")
+    pristine = common.git_text(common.TREE, "rev-parse", "pristine")
+    common.worktree(worktree, "pristine", head=pristine)
     build(arch, worktree, os.path.join(common.BUILD, "pahole-pristine-" + arch), pristine)
     build(arch, common.TREE, os.path.join(common.BUILD, "pahole-patched-" + arch),
-          tree_git("rev-parse", "HEAD"))
+          common.git_text(common.TREE, "rev-parse", "HEAD"))
 
 
 def compare(arch, struct, pristine, patched):

@@ -883,7 +883,8 @@ def ran(*args, **kwargs):
     print("ran")
     raise SystemExit(3)
 kunit_step.run_arch = checkpatch_step.judge = pahole_step.ready = ran
-build_step.worktree = build_step.warnings_arch = ran
+import common
+common.worktree = build_step.warnings_arch = ran
 tree_step.Tree.recipients = ran
 for module, argv in ((kunit_step, ["kunit"]), (checkpatch_step, ["checkpatch"]),
                      (pahole_step, ["pahole"]), (build_step, ["build-each"]),

@@ -81,6 +81,12 @@ def patch_dir(subject):
     return "series"
 
 
+def kernel_version(tree):
+    """What the kernel's Makefile in TREE says its version is."""
+    return subprocess.run(["make", "-s", "-C", tree, "kernelversion"], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, **TEXT).stdout.strip()
+
+
 def strip_trailing(lines):
     """LINES without the empty lines at their end."""
     while lines and lines[-1] == "":
@@ -198,9 +204,7 @@ class Tree:
                 raise Failure("prepare: cannot extract %s" % self.tarball)
             gitignore = os.path.join(tmp, ".gitignore")
             write_text(gitignore, gitignore_without_debian(read_text(gitignore)))
-            version = subprocess.run(["make", "-s", "-C", tmp, "kernelversion"],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True).stdout.strip()
+            version = kernel_version(tmp)
             source = self.tarball_version()
             self.git("init", "-q", "-b", "base", cwd=tmp)
             for key, value in (("core.autocrlf", "false"), ("gc.auto", "0"),
@@ -343,11 +347,8 @@ class Tree:
         return "\n".join(strip_trailing(text))
 
     def based_on(self):
-        version = subprocess.run(["make", "-s", "-C", self.tree, "kernelversion"],
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 **TEXT).stdout.strip()
         return "Based on Linux %s, as in Debian's linux-source-6.12 %s." % (
-            version, self.read_dot_git("blkctx-source") or "")
+            kernel_version(self.tree), self.read_dot_git("blkctx-source") or "")
 
     def write_cover(self, path):
         """A cover letter for pristine..HEAD."""
