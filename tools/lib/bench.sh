@@ -165,6 +165,11 @@ bench_pristine_kernel() {
 	echo "$stamp" >"$out/.blkctx-built"
 }
 
+# kunit_build ARCH WHO: build the KUnit kernel that WHO's guest boots.
+kunit_build() {
+	BLKCTX_CACHE=$CACHE run_child python3 -B "$LIB/kunit_step.py" build "$1" "$2" || exit 1
+}
+
 # bench_guest BUILD LOG_SUFFIX POLICIES [APPEND]: boot $BUILD/BUILD-x86_64 and
 # run ctxbench with the benchmark's parameters and POLICIES.
 bench_guest() {
@@ -177,11 +182,10 @@ bench_guest() {
 	append+=" ctxbench.fill=${BLKCTX_BENCH_FILL:-80} ctxbench.seeds=${BLKCTX_BENCH_SEEDS:-1,2,3}"
 	append+=" mmc_emu.log_entries=1048576"
 	append+=" ctxbench.warmup=$BENCH_WARMUP ctxbench.volume=$BENCH_VOLUME $extra"
-	GUEST_BUILD=$build GUEST_LOG_SUFFIX=$suffix \
-		BLKCTX_SELFTEST_TARGETS="bench=$REPO/tools/guest/bench" \
-		BLKCTX_GUEST_APPEND="$append" GUEST_TIMEOUT=${BLKCTX_GUEST_TIMEOUT:-7200} \
-		guest_arch x86_64 >/dev/null
-	[ "$GUEST_ARCH_OK" -eq 1 ] || die "bench: the guest run failed; see $BUILD/selftests-x86_64$suffix.log"
+	BLKCTX_CACHE=$CACHE run_child python3 -B "$LIB/selftests_step.py" guest x86_64 \
+		--name "${suffix#-}" --build "$build" --targets "bench=$REPO/tools/guest/bench" \
+		--append "$append" --timeout "${BLKCTX_GUEST_TIMEOUT:-7200}" >/dev/null ||
+		die "bench: the guest run failed; see $BUILD/selftests-x86_64$suffix.log"
 }
 
 # bench_counts LOG POLICY: "workload requests merges" for each of POLICY's

@@ -133,10 +133,6 @@ run_child() {
 
 # shellcheck source=tree.sh
 . "$REPO/tools/lib/tree.sh"
-# shellcheck source=kunit.sh
-. "$REPO/tools/lib/kunit.sh"
-# shellcheck source=guest.sh
-. "$REPO/tools/lib/guest.sh"
 # shellcheck source=bench.sh
 . "$REPO/tools/lib/bench.sh"
 # shellcheck source=selfcheck.sh
@@ -181,7 +177,8 @@ do_bootstrap() {
 			exit 2
 			;;
 		esac
-		for v in BLKCTX_GUEST_TIMEOUT BLKCTX_PROGRESS_SECONDS BLKCTX_STOP_SECONDS; do
+		for v in BLKCTX_GUEST_TIMEOUT BLKCTX_GUEST_TEST_TIMEOUT BLKCTX_PROGRESS_SECONDS \
+			BLKCTX_STOP_SECONDS; do
 			[ -z "${!v:-}" ] || [[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
 				say "$cmd: $v: whole seconds, more than 0 (not \"${!v}\")"
 				exit 2
@@ -213,14 +210,14 @@ main() {
 	shift
 	# the commands that change or read what is in $BLKCTX_CACHE
 	case $cmd in
-	bootstrap | setup | selfcheck) ;;
+	bootstrap | setup | selfcheck | apt-ready) ;;
 	*) cache_lock "$cmd" "$@" ;;
 	esac
 	case $cmd in
 	bootstrap) do_bootstrap "$@" ;;
 	setup) do_setup ;;
-	selftests) do_selftests_both "$@" ;;
-	demo) do_demo ;;
+	# tools/lib/selftests_step.py's check before it makes a guest's root
+	apt-ready) guest_apt_ready "$@" ;;
 	bench) do_bench ;;
 	bench-check) do_bench_check ;;
 	selfcheck) do_selfcheck ;;

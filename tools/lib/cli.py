@@ -89,12 +89,12 @@ ENVIRONMENT = [
     ("BLKCTX_KVM", "kunit test", "1: the x86_64 KUnit run asks for KVM first (qemu_configs/x86_64.py); kselftest guests never [plain emulation]"),
     ("BLKCTX_SELFTEST_TARGETS", "selftests test", "kselftest targets: NAME of tools/testing/selftests, NAME=DIR or DIR outside the tree [block mmc]"),
     ("BLKCTX_SELFTESTS", "selftests test demo bench bench-check", "only these tests: collection, collection:test or globs, comma-separated; in every guest booted, instead of its own [all]"),
-    ("BLKCTX_GUESTS", "selftests test", "only these guests, comma-separated: main (every test, contexts on) or a name in SELFTEST_GUESTS (tools/lib/kunit.sh) without its leading dash [all]"),
+    ("BLKCTX_GUESTS", "selftests test", "only these guests, comma-separated: main (every test, contexts on) or a name of GUESTS in tools/lib/selftests_step.py [all]"),
     ("BLKCTX_GUEST_BUILD", "selftests test demo", "boot the kernel built in $BLKCTX_CACHE/build/NAME-ARCH [kunit]"),
     ("BLKCTX_GUEST_CONTEXTS", "selftests test demo bench bench-check", "mmc_core.contexts= for the guests that do not set it [1]"),
     ("BLKCTX_GUEST_APPEND", "selftests test demo bench bench-check", "more kernel command line for every guest []"),
     ("BLKCTX_GUEST_TIMEOUT", "selftests demo bench bench-check test", "whole seconds a guest may run, more than 0 [900; bench 7200]"),
-    ("BLKCTX_GUEST_TEST_TIMEOUT", "selftests demo test", "seconds a test without a settings file may run [120]"),
+    ("BLKCTX_GUEST_TEST_TIMEOUT", "selftests demo test", "whole seconds a test without a settings file may run, more than 0 [120]"),
     ("BLKCTX_BENCH_WORKLOADS", "bench", "workloads [mail,db,mix,phone,seq]"),
     ("BLKCTX_BENCH_POLICIES", "bench", "policies [none,inode,parent,process,temporal,size,create,hint,lifetime]"),
     ("BLKCTX_BENCH_JOURNAL", "bench", "1: also each policy with journal_context [1]"),
@@ -121,7 +121,8 @@ ENVIRONMENT = [
     ("BLKCTX_SELF", "-", "selfcheck: the tools/blkctx that test runs its steps with"),
 ]
 # the settings that are seconds: whole, more than 0 (empty is unset)
-SECONDS = ("BLKCTX_GUEST_TIMEOUT", "BLKCTX_PROGRESS_SECONDS", "BLKCTX_STOP_SECONDS")
+SECONDS = ("BLKCTX_GUEST_TIMEOUT", "BLKCTX_GUEST_TEST_TIMEOUT", "BLKCTX_PROGRESS_SECONDS",
+           "BLKCTX_STOP_SECONDS")
 
 
 def environment_help(command=None):
@@ -268,7 +269,8 @@ PYTHON_COMMANDS = {"kunit": "kunit_step", "checkpatch": "checkpatch_step",
                    "pahole": "pahole_step", "build-each": "build_step",
                    "warnings": "build_step", "prepare": "tree_step", "export": "tree_step",
                    "reorder": "tree_step", "mail": "tree_step", "mail-check": "tree_step",
-                   "patches": "tree_step", "test": "runner"}
+                   "patches": "tree_step", "test": "runner", "selftests": "selftests_step",
+                   "demo": "selftests_step"}
 
 
 def run(argv):

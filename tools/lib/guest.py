@@ -10,8 +10,8 @@
   reports  the reports of the kernel's error detectors in a log
   so-far   how far a console's tests are
 
-tools/lib/guest.sh builds the initramfs and calls these; a guest's /init
-prints the sentinel line last (GUEST_SENTINEL there), so a log without it is
+tools/lib/selftests_step.py builds the initramfs and calls these; a guest's
+/init prints the sentinel line last (SENTINEL there), so a log without it is
 a guest that crashed or hung.
 """
 
@@ -167,6 +167,28 @@ def say_reports(where, log, reports):
     return 1
 
 
+def boot_guest(arch, tree, config, kernel, initrd, append, log, timeout, every, qemu=None):
+    """Boot the machine of CONFIG (qemu_configs/ARCH.py) with KERNEL and
+    INITRD, the console in LOG: boot()'s status, 1 when it could not start.
+    A boot that fails from here on leaves no earlier boot's log to judge."""
+    try:
+        os.makedirs(os.path.dirname(log) or ".", exist_ok=True)
+        with open(log, "w"):
+            pass
+    except OSError as e:
+        say("guest %s: cannot write %s: %s" % (arch, log, e))
+        return 1
+    # plain emulation always, whatever KUnit was asked for (nested, KVM
+    # hangs silently): qemu_configs/x86_64.py reads it
+    os.environ.pop("BLKCTX_KVM", None)
+    try:
+        cmd = qemu_command(tree, config, kernel, initrd, append, qemu)
+    except Exception as e:  # pylint: disable=broad-except
+        say("guest %s: no QEMU parameters from %s: %s" % (arch, config, e))
+        return 1
+    return boot(cmd, log, timeout, "guest " + arch, every)
+
+
 def seconds(text):
     """A whole number of seconds, more than 0."""
     if not text.isdigit() or int(text) == 0:
@@ -207,24 +229,8 @@ def main():
     if opts.command == "boot":
         try:
             SIGNALS.install()
-            # a boot that fails from here on leaves no earlier boot's log to judge
-            try:
-                os.makedirs(os.path.dirname(opts.log) or ".", exist_ok=True)
-                with open(opts.log, "w"):
-                    pass
-            except OSError as e:
-                say("guest %s: cannot write %s: %s" % (opts.arch, opts.log, e))
-                return 1
-            # plain emulation always, whatever KUnit was asked for (nested,
-            # KVM hangs silently): qemu_configs/x86_64.py reads it
-            os.environ.pop("BLKCTX_KVM", None)
-            try:
-                cmd = qemu_command(opts.tree, opts.config, opts.kernel, opts.initrd,
-                                   opts.append, opts.qemu)
-            except Exception as e:  # pylint: disable=broad-except
-                say("guest %s: no QEMU parameters from %s: %s" % (opts.arch, opts.config, e))
-                return 1
-            return boot(cmd, opts.log, opts.timeout, "guest " + opts.arch, opts.every)
+            return boot_guest(opts.arch, opts.tree, opts.config, opts.kernel, opts.initrd,
+                              opts.append, opts.log, opts.timeout, opts.every, opts.qemu)
         except Interrupted as e:
             return 128 + e.signum
         finally:

@@ -8,7 +8,7 @@
 Everything lives in GUEST_DIR/ARCH: debs/ (the .deb files, downloaded once
 per version), resolved (the packages, cached while apt's lists do not
 change), root/ and root.manifest. apt must have the architecture's lists:
-tools/lib/guest.sh's guest_apt_ready sees to that before it runs this.
+selftests_step.apt_ready sees to that before it runs this.
 """
 
 import glob

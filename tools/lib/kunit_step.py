@@ -9,7 +9,7 @@ architecture: the "kunit" command, and the kernels the guests boot.
   config ARCH FILE     copy the .config kunit.py makes for ARCH to FILE
 
 A kernel built here records the tree it was built from (tree_state in
-common.py) in its build directory; tools/lib/guest.sh boots only a kernel
+common.py) in its build directory; tools/lib/selftests_step.py boots only a kernel
 whose record matches the tree as it is now.
 """
 

@@ -59,10 +59,11 @@ sc_shellcheck() {
 for f in sys.argv[1:]:
 	ast.parse(open(f).read(), f)' "$REPO"/tools/lib/*.py 2>&1) || rc=$?
 	sc_result "python3 parses tools/lib/*.py" $rc "$out"
-	# the guest's /init, as guest_initramfs writes it
-	guest_init | sed -e "s|@TEST_TIMEOUT@|120|" -e "s|@SENTINEL@|$GUEST_SENTINEL|" >"$SC_TMP/init"
+	# the guest's /init, as the initramfs gets it
 	rc=0
-	out=$(shellcheck -s sh "$SC_TMP/init" 2>&1) || rc=$?
+	out=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, selftests_step
+selftests_step.write_init(sys.argv[1], 120)' "$SC_TMP/init" 2>&1 &&
+		shellcheck -s sh "$SC_TMP/init" 2>&1) || rc=$?
 	sc_result "shellcheck the guest's /init" $rc "$out"
 }
 
@@ -154,6 +155,14 @@ PY
 CASES
 }
 
+# sc_judge LOG STATUS [TREE]: the counts selftests_step.judged gives the
+# console LOG of a boot that QEMU ended with STATUS (TREE's kunit_parser).
+sc_judge() {
+	PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, selftests_step
+print(*selftests_step.judged("x86_64", sys.argv[1], int(sys.argv[2]), 900, sys.argv[3]))' \
+		"$1" "$2" "${3:-$TREE}" || echo "status $?"
+}
+
 # The guests' KTAP, and the judgement of a boot (a guest that stops before
 # the sentinel is one failure more).
 sc_guest() {
@@ -164,8 +173,7 @@ sc_guest() {
 		return 0
 	fi
 	while read -r name rc want; do
-		got=$( (guest_judge x86_64 "$d/guest-$name.log" "$rc" 2>/dev/null
-			echo "$GUEST_P $GUEST_F $GUEST_S"))
+		got=$(sc_judge "$d/guest-$name.log" "$rc" 2>/dev/null)
 		sc_same "guest counts: $name (qemu status $rc)" "$want" "$got"
 	done <<'CASES'
 pass 0 3 0 0
@@ -188,12 +196,12 @@ notests 0 0 1 0
 crjoin 0 3 1 0
 CASES
 	sc_same "guest counts: an empty log" "0 1 0" \
-		"$( (guest_judge x86_64 /dev/null 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
+		"$(sc_judge /dev/null 0 2>/dev/null)"
 	# the judge itself fails (here: no kunit_parser to count with)
 	sc_same "guest counts: a parser that cannot run is a failure, named" "0 1 0
 selftests: x86_64: FAILED tools/lib/ktap.py failed (status 1) on $d/guest-pass.log" \
-		"$( (TREE=$SC_TMP/none guest_judge x86_64 "$d/guest-pass.log" 0 2>"$SC_TMP/judge.err"
-			echo "$GUEST_P $GUEST_F $GUEST_S"; grep FAILED "$SC_TMP/judge.err"))"
+		"$(sc_judge "$d/guest-pass.log" 0 "$SC_TMP/none" 2>"$SC_TMP/judge.err"
+			grep FAILED "$SC_TMP/judge.err")"
 	sc_same "kernel reports: after a lone carriage return, after a program's text" \
 		"[    3.1] BUG: KASAN: use-after-free in ext4_foo+0x1/0x2
 # writing inode tables: [    3.2] WARNING: CPU: 0 PID: 1 at fs/ext4/foo.c:1 ext4_bar+0x1/0x2" \
@@ -201,16 +209,17 @@ selftests: x86_64: FAILED tools/lib/ktap.py failed (status 1) on $d/guest-pass.l
 	# a boot that fails before QEMU starts leaves no earlier log to judge
 	cp "$d/guest-pass.log" "$SC_TMP/old.log"
 	sc_same "guest counts: a boot that failed early is not judged by the last log" "0 passes" \
-		"$( (export BLKCTX_PROGRESS_SECONDS=1m
-			rc=0
-			guest_boot x86_64 k i "$SC_TMP/old.log" 2>/dev/null || rc=$?
-			guest_judge x86_64 "$SC_TMP/old.log" "$rc" 2>/dev/null; echo "$GUEST_P passes"))"
+		"$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, guest, selftests_step
+status = guest.boot_guest("x86_64", sys.argv[2], sys.argv[2] + "/none.py", "k", "i", "",
+                          sys.argv[1], 30, 60)
+print(selftests_step.judged("x86_64", sys.argv[1], status, 30, sys.argv[2]).passed, "passes")' \
+			"$SC_TMP/old.log" "$TREE" 2>/dev/null || echo "status $?")"
 	# guest.py itself fails (a directory is no log)
 	sc_same "guest counts: a judge that crashes is a failure" "0 1 0" \
-		"$( (guest_judge x86_64 "$d" 0 2>/dev/null; echo "$GUEST_P $GUEST_F $GUEST_S"))"
+		"$(sc_judge "$d" 0 2>/dev/null)"
 	# what the judge says of a boot that failed
 	while read -r name rc want; do
-		got=$( (guest_judge x86_64 "$d/guest-$name.log" "$rc" 2>&1 >/dev/null) | sed 's/^blkctx: //')
+		got=$( (sc_judge "$d/guest-$name.log" "$rc" 2>&1 >/dev/null) | sed 's/^blkctx: //')
 		if grep -qF -- "$want" <<<"$got"; then
 			sc_result "guest judged: $name (qemu status $rc): ${want#selftests: x86_64: }" 0
 		else
@@ -666,7 +675,8 @@ sc_kconfig() {
 	mkdir -p "$t/target"
 	printf 'CONFIG_MMC=y\nCONFIG_MD=y\n# a comment\n' >"$t/target/config"
 	{
-		for a in $GUEST_KCONFIG ${guest_arch_kconfig[x86_64]}; do
+		for a in $(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import common, selftests_step
+print(*selftests_step.GUEST_KCONFIG + common.ARCHES["x86_64"].kconfig)'); do
 			case $a in
 			DEBUG_FS) echo "# CONFIG_DEBUG_FS is not set" ;;
 			SERIAL_8250_CONSOLE) ;;
@@ -677,7 +687,9 @@ sc_kconfig() {
 	} >"$t/guest.config"
 	sc_same "selftests: the options a guest and its targets need, missing from a kernel" \
 		"CONFIG_DEBUG_FS=y CONFIG_SERIAL_8250_CONSOLE=y CONFIG_MD=y" \
-		"$(guest_check_kconfig "$t/guest.config" x86_64 "$t/target")"
+		"$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, selftests_step
+print(*selftests_step.missing_kconfig(sys.argv[1], "x86_64", [sys.argv[2]]))' \
+			"$t/guest.config" "$t/target" 2>&1 || echo "status $?")"
 }
 
 # A scratch kernel tree and repository: a pristine commit and one patch.
@@ -783,82 +795,169 @@ print(run(tree.prepare), tree.git("log", "-1", "--format=%s").strip())' 2>&1)
 		echo "reached"
 	)) || true
 	sc_same "the tree must hold the patch files as they are" "current" "$rc"
-	# a guest never boots a kernel built from another state of the tree
-	rc=$( (
-		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
-		patches_digest >"$TREE/.git/blkctx-applied"
-		GUEST_BUILD=kunit GUEST_FAILED=0
-		report_counts() { :; }
-		guest_initramfs() { echo "booted"; }
-		guest_boot() { echo "booted"; }
-		guest_qemu_params() { printf '%s\n' qemu-system-x86_64 arch/x86/boot/bzImage console=ttyS0 stdio; }
-		mkdir -p "$BUILD/kunit-x86_64/arch/x86/boot"
-		: >"$BUILD/kunit-x86_64/arch/x86/boot/bzImage"
-		tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
-		echo change >>"$TREE/a.c"
-		guest_arch x86_64 2>&1 | grep -o "was not built from the tree as it is now" || true
-		guest_arch x86_64 >/dev/null 2>&1
-		echo "failed $GUEST_FAILED"
-	)) || true
-	sc_same "guest: a kernel built from another state of the tree is refused" \
-		"was not built from the tree as it is now
-failed 1" "$rc"
-	# the guests of an architecture differ only in the kernel's command
-	# line: the first builds the initramfs, every one boots it
-	rc=$( (
-		sc_fake_guests "$t"
-		SELFTEST_GUESTS=("-one 1 - block" "-two 0 mmc_emu.cqe=1 block")
-		guest_boot() { echo "booted $(cat "$3")" >&3; }
-		do_selftests_both x86_64 3>&1 >/dev/null 2>&1
-	)) || true
-	sc_same "selftests: one initramfs per architecture, booted by every guest" \
-		"built
-booted initramfs for x86_64
-booted initramfs for x86_64
-booted initramfs for x86_64" "$rc"
-	# BLKCTX_GUESTS picks guests (the first picked builds the initramfs),
-	# BLKCTX_SELFTESTS replaces their tests, an unknown guest is refused
-	rc=$( (
-		sc_fake_guests "$t"
-		SELFTEST_GUESTS=("-one 1 - block" "-two 0 mmc_emu.cqe=1 block" "-three 1 - mmc")
-		guest_boot() { echo "booted ${GUEST_LOG_SUFFIX:-main}: $BLKCTX_SELFTESTS" >&3; }
-		BLKCTX_GUESTS=two,three do_selftests_both x86_64 3>&1 >/dev/null 2>&1
-		BLKCTX_GUESTS=three BLKCTX_SELFTESTS=block:x do_selftests_both x86_64 3>&1 >/dev/null 2>&1
-		(BLKCTX_GUESTS=main,four do_selftests_both x86_64 2>&1 >/dev/null) | sed 's/^blkctx: //'
-	)) || true
-	sc_same "selftests: BLKCTX_GUESTS and BLKCTX_SELFTESTS choose guests and tests" \
-		"built
-booted -two: block
-booted -three: mmc
-built
-booted -three: block:x
-error: BLKCTX_GUESTS: no guest \"four\"; the guests are: main,one,two,three" "$rc"
 }
 
-# sc_fake_guests T: in the caller's subshell, a cache under T whose kernel
-# was built from the tree as it is, and guests whose initramfs build says
-# "built" on fd 3 and whose boots pass.
-sc_fake_guests() {
-	REPO=$1/repo CACHE=$1/cache TREE=$1/cache/linux BUILD=$1/cache/build
-	GUEST_DIR=$1/cache/guest
-	# the initramfs's temporary file: the subshell runs no EXIT trap
-	TMPDIR=$1
-	SC_FAKE_DIR=$1
-	patches_digest >"$TREE/.git/blkctx-applied"
-	GUEST_BUILD=kunit GUEST_FAILED=0 GUEST_PASSED=0 GUEST_SKIPPED=0
-	report_counts() { :; }
-	guest_targets() { echo "block $SC_FAKE_DIR"; }
-	guest_check_kconfig() { :; }
-	guest_qemu_params() { printf '%s\n' qemu-system-x86_64 arch/x86/boot/bzImage console=ttyS0 stdio; }
-	guest_initramfs() {
-		mkdir -p "$(dirname "$2")"
-		echo "initramfs for $1" >"$2"
-		echo "built" >&3
-	}
-	guest_judge() { GUEST_P=1 GUEST_F=0 GUEST_S=0; }
-	mkdir -p "$BUILD/kunit-x86_64/arch/x86/boot"
-	: >"$BUILD/kunit-x86_64/arch/x86/boot/bzImage"
-	tree_state >"$BUILD/kunit-x86_64/.blkctx-tree"
+# sc_guests T CODE ARGS...: python3 CODE ARGS with selftests_step as "st",
+# on the scratch tree of sc_tree T whose x86_64 KUnit kernel was built from
+# the tree as it is, with stand-ins for what needs a kernel: the targets, the
+# options, QEMU's parameters, an initramfs build that prints "built", and a
+# judge that passes; "base" the settings of a plain run, "run" a function
+# as a command's main.
+sc_guests() {
+	local t=$1 code=$2 kdir=$1/cache/build/kunit-x86_64
+	shift 2
+	mkdir -p "$kdir/arch/x86/boot"
+	: >"$kdir/arch/x86/boot/bzImage"
+	python3 -B "$LIB/common.py" state "$t/cache/linux" >"$kdir/.blkctx-tree"
+	BLKCTX_CACHE=$t/cache TMPDIR=$t PYTHONPATH=$REPO/tools/lib python3 -B -c "import os, sys
+import common, guest, qemu_params, selftests_step as st
+common.tree_current = lambda: None
+common.report = lambda *counts: None
+st.targets = lambda spec, tree=None: [('block', sys.argv[1])]
+st.missing_kconfig = lambda config, arch, directories: []
+qemu_params.load = lambda tree, config: qemu_params.QemuParams(
+    'qemu', 'arch/x86/boot/bzImage', 'console=ttyS0', 'stdio', [])
+def make_initramfs(arch, out, settings, guest_dir=None):
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, 'w') as f:
+        f.write('initramfs for ' + arch)
+    print('built', flush=True)
+st.make_initramfs = make_initramfs
+st.judged = lambda *args: st.Counts(1, 0, 0)
+base = st.Settings('kunit', 900, 120, 'block', '', '1', 'user=1', [])
+def run(function, *args):
+    return common.run_command('step', lambda: function(*args) or 0)
+$code" "$t" "$@" 2>&1 || echo "status $?"
+}
+
+# The guests of the selftests command: the kernel they boot, the initramfs
+# they share, their command lines, the choice of guests and tests.
+sc_selftests() {
+	local t=$SC_TMP/guests rc
+	sc_tree "$t"
+	rc=$(sc_guests "$t" 'guest.boot_guest = lambda *args: print("booted") or 0
+with open(os.path.join(common.TREE, "a.c"), "a") as f:
+    f.write("change\n")
+print(*st.run_guest("x86_64", base, st.GUESTS[0]))' | grep -o '^0 1 0\|^booted\|was not built from the tree as it is now')
+	git -C "$t/cache/linux" checkout -q a.c
+	sc_same "guest: a kernel built from another state of the tree is refused" \
+		"was not built from the tree as it is now
+0 1 0" "$rc"
+	# one initramfs per architecture, built by the first guest to boot
+	rc=$(sc_guests "$t" 'def boot(arch, tree, config, kernel, initrd, append, log, *rest):
+    print("booted", os.path.basename(log), open(initrd).read() + ":",
+          append.split(" ", 3)[3], flush=True)
+    return 0
+guest.boot_guest = boot
+st.GUESTS = [st.Guest("main"), st.Guest("one", "1", "", "block"),
+             st.Guest("two", "0", "mmc_emu.cqe=1 x=2", "block")]
+print("status", run(st.command_selftests, ["x86_64"], base))' | grep -v '^blkctx: selftests: booting' |
+		sed 's/ (initramfs [0-9]*s, boot and run [0-9]*s)$//')
+	sc_same "selftests: one initramfs per architecture, each guest's command line" \
+		"built
+booted selftests-x86_64.log initramfs for x86_64: mmc_core.contexts=1 user=1
+selftests: x86_64: 1 passed, 0 failed, 0 skipped
+booted selftests-x86_64-one.log initramfs for x86_64: mmc_core.contexts=1 user=1 blkctx.tests=block
+selftests: x86_64: 1 passed, 0 failed, 0 skipped
+booted selftests-x86_64-two.log initramfs for x86_64: mmc_core.contexts=0 mmc_emu.cqe=1 x=2 user=1 blkctx.tests=block
+selftests: x86_64: 1 passed, 0 failed, 0 skipped
+selftests: 3 passed, 0 failed, 0 skipped
+status 0" "$rc"
+	# BLKCTX_GUESTS picks guests (the first picked builds the initramfs),
+	# BLKCTX_SELFTESTS replaces their tests, an unknown guest is refused,
+	# a failure of one guest fails the command
+	rc=$(sc_guests "$t" 'def boot(arch, tree, config, kernel, initrd, append, log, *rest):
+    print("booted", os.path.basename(log), append.split("blkctx.tests=")[-1], flush=True)
+    return 0
+guest.boot_guest = boot
+st.GUESTS = [st.Guest("main"), st.Guest("one", "1", "", "block"),
+             st.Guest("two", "0", "", "block"), st.Guest("three", "1", "", "mmc")]
+for guests, tests in ((["two", "three"], ""), (["three"], "block:x"), (["main", "four"], "")):
+    print("status", run(st.command_selftests, ["x86_64"], base._replace(guests=guests, tests=tests)))
+st.judged = lambda *args: st.Counts(1, 1, 0)
+print("status", run(st.command_selftests, ["x86_64"], base._replace(guests=["one"])))' |
+		grep -v '^blkctx: selftests: booting\|^selftests: x86_64')
+	sc_same "selftests: BLKCTX_GUESTS and BLKCTX_SELFTESTS choose guests and tests" \
+		"built
+booted selftests-x86_64-two.log block
+booted selftests-x86_64-three.log mmc
+selftests: 2 passed, 0 failed, 0 skipped
+status 0
+built
+booted selftests-x86_64-three.log block:x
+selftests: 1 passed, 0 failed, 0 skipped
+status 0
+blkctx: error: BLKCTX_GUESTS: no guest \"four\"; the guests are: main,one,two,three
+status 1
+built
+booted selftests-x86_64-one.log block
+selftests: 1 passed, 1 failed, 0 skipped
+status 1" "$rc"
+	# kselftest builds the targets in the tree seen through symlinks, with a
+	# target from outside copied in; dot files only above selftests/
+	mkdir -p "$t/src/tools/perf" "$t/src/tools/testing/foo" "$t/src/tools/testing/selftests/block" "$t/out"
+	touch "$t/src/Makefile" "$t/src/tools/.x" "$t/src/tools/testing/selftests/lib.mk" \
+		"$t/src/tools/testing/selftests/.hidden" "$t/src/tools/testing/selftests/block/Makefile" \
+		"$t/out/Makefile"
+	rc=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, selftests_step
+tree = sys.argv[1] + "/src"
+print(selftests_step.make_src(tree, sys.argv[1] + "/farm", [
+    ("block", tree + "/tools/testing/selftests/block"), ("demo", sys.argv[1] + "/out")])[len(sys.argv[1]) + 1:])' \
+		"$t" 2>/dev/null || echo "status $?"
+		cd "$t/farm" && find . -mindepth 1 -printf '%P %y\n' | LC_ALL=C sort)
+	sc_same "selftests: the tree through symlinks, a target from outside copied in" \
+		"farm/tools/testing/selftests
+Makefile l
+tools d
+tools/.x l
+tools/perf l
+tools/testing d
+tools/testing/foo l
+tools/testing/selftests d
+tools/testing/selftests/block l
+tools/testing/selftests/demo d
+tools/testing/selftests/demo/Makefile f
+tools/testing/selftests/lib.mk l" "$rc"
+	# the initramfs: every file, in a stable order, and nothing left beside it
+	mkdir -p "$t/stage/b" "$t/stage/a"
+	touch "$t/stage/b/z" "$t/stage/a/y"
+	ln -s /bin/busybox "$t/stage/sh"
+	rc=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, selftests_step
+selftests_step.pack(sys.argv[1] + "/stage", sys.argv[1] + "/out/i.cpio.gz")' "$t" 2>&1 ||
+		echo "status $?"
+		zcat "$t/out/i.cpio.gz" | cpio -it --quiet | paste -sd' '
+		find "$t/out" -mindepth 1 -printf "%P\n" | LC_ALL=C sort)
+	sc_same "selftests: the initramfs holds the stage in order, nothing is left beside it" \
+		"a a/y b b/z sh
+Makefile
+i.cpio.gz" "$rc"
+	# a /init that does not end as it must (a truncated file) is refused
+	mkdir -p "$t/init/tools/guest"
+	head -n -1 "$REPO/tools/guest/init" >"$t/init/tools/guest/init"
+	rc=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, common, selftests_step
+selftests_step.REPO = sys.argv[1]
+print(common.run_command("init", lambda: selftests_step.write_init(sys.argv[1] + "/init", 120)))' \
+		"$t/init" 2>&1; ls "$t/init")
+	sc_same "selftests: an /init without its reset at the end is refused" \
+		"blkctx: error: guest: tools/guest/init does not print the sentinel and reset at its end
+1
+tools" "$rc"
+	# bench's one guest: its name, the kernel it asks for (no tree state
+	# for a build that is not KUnit's), its parameters, and the user's
+	mkdir -p "$t/cache/build/pristine-emu-x86_64/arch/x86/boot"
+	: >"$t/cache/build/pristine-emu-x86_64/arch/x86/boot/bzImage"
+	rc=$(BLKCTX_GUEST_APPEND=user=2 sc_guests "$t" 'def boot(arch, tree, config, kernel, initrd, append, log, timeout, *rest):
+    print("booted", os.path.relpath(kernel, common.BUILD), os.path.basename(log),
+          append.split(" ", 3)[3], timeout, flush=True)
+    return 0
+guest.boot_guest = boot
+print("status", st.main(["guest", "x86_64", "--name", "bench-x", "--build", "pristine-emu",
+                         "--targets", "t", "--append", "a=1 b=2", "--timeout", "7200"]))' |
+		grep -v '^blkctx: selftests: booting\|^selftests: x86_64')
+	sc_same "guest: bench's one guest, its kernel, log, parameters and timeout" \
+		"built
+booted pristine-emu-x86_64/arch/x86/boot/bzImage selftests-x86_64-bench-x.log mmc_core.contexts=1 a=1 b=2 user=2 7200
+status 0" "$rc"
 }
 
 # Every Python command that uses the tree refuses one that series/, kunit/
@@ -1250,10 +1349,10 @@ CASES
 	printf '%s\n' 'echo "args $*"' 'sed -n "s/^SigIgn:[[:space:]]*//p" /proc/$$/status' \
 		>"$SC_TMP/cli-lib/blkctx.sh"
 	rc=$(BLKCTX_CACHE=$SC_TMP/cli-cache sc_py_cli 'cli.LIB = sys.argv[1]
-cli.main(["selftests", "arm"])' "$SC_TMP/cli-lib" 2>&1)
+cli.main(["bench"])' "$SC_TMP/cli-lib" 2>&1)
 	# bits 13 and 25 of the mask: SIGPIPE, SIGXFSZ
 	sc_same "front door: blkctx.sh runs with the arguments, SIGPIPE and SIGXFSZ not ignored" \
-		"args selftests arm; 0 0" \
+		"args bench; 0 0" \
 		"$(head -1 <<<"$rc"); $((0x$(sed -n 2p <<<"$rc") >> 12 & 1)) $((0x$(sed -n 2p <<<"$rc") >> 24 & 1))"
 	# a reader of help that stops early ends it as it ended bash: SIGPIPE,
 	# no traceback
@@ -1264,9 +1363,10 @@ sys.exit(cli.main(["help"]))' 2>&1
 		echo "status $?")
 	sc_same "front door: help into a closed pipe" "status 141" "$rc"
 	# every command of cli.py's table is one of blkctx.sh's or one written
-	# in Python, and no other
+	# in Python, and no other (but for blkctx.sh's own: bootstrap, and
+	# apt-ready for the Python)
 	sc_same "front door: cli.py's commands are blkctx.sh's and the Python ones" \
-		"$( (declare -f main | sed -n 's/^[[:space:]]*\([a-z][a-z-]*\))$/\1/p' | grep -vx bootstrap
+		"$( (declare -f main | sed -n 's/^[[:space:]]*\([a-z][a-z-]*\))$/\1/p' | grep -vxE 'bootstrap|apt-ready'
 			sc_py_cli 'print(*cli.PYTHON_COMMANDS, sep="\n")') | sort)" \
 		"$(sc_py_cli 'print(*cli.COMMANDS, sep="\n")' | sort)"
 	# tools/blkctx itself, called by its path or from tools/ by its name
@@ -1331,8 +1431,8 @@ sc_env_doc() {
 	read=$(cd "$REPO" && {
 		cat tools/blkctx tools/lib/*.sh | grep -vE '^[[:space:]]*#' |
 			grep -oE '\$\{?BLKCTX_[A-Z_]+'
-		grep -ohE "environ(\.get\(|\[)[\"']BLKCTX_[A-Z_]+" qemu_configs/*.py tools/lib/*.py
-	} | sed -E "s/^(\\$\\{?|environ(\\.get\\(|\\[)[\"'])//" | grep -vx BLKCTX_CLEANUP | sort -u)
+		grep -ohE "env(iron)?(\.get\(|\[)[\"']BLKCTX_[A-Z_]+" qemu_configs/*.py tools/lib/*.py
+	} | sed -E "s/^(\\$\\{?|env(iron)?(\\.get\\(|\\[)[\"'])//" | grep -vx BLKCTX_CLEANUP | sort -u)
 	doc=$(python3 -B "$REPO/tools/lib/cli.py" help | sed -n 's/^  \(BLKCTX_[A-Z_]*\) .*/\1/p' | sort -u)
 	sc_same "environment: --help lists every BLKCTX_ variable the tools read, and only those" "" \
 		"$(comm -23 <(echo "$read") <(echo "$doc") | sed 's/^/read, not listed: /'
@@ -1714,6 +1814,7 @@ do_selfcheck() {
 	sc_warnings
 	sc_kconfig
 	sc_prepare
+	sc_selftests
 	sc_export
 	sc_patches
 	sc_stale_tree

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# The host's packages, and what the bash that is left asks of the kernel
-# tree: its patch files, its state, prepare (tools/lib/tree_step.py) and make.
+# The host's packages (apt also needs the guests' architectures' lists),
+# and what the bash that is left asks of the kernel tree: its patch files,
+# its state, prepare (tools/lib/tree_step.py) and make.
 
 # Packages for the host side (build, KUnit, QEMU, checks).
 HOST_PACKAGES="linux-source-6.12 build-essential gcc-arm-linux-gnueabihf
@@ -26,6 +27,41 @@ do_setup() {
 	apt-get install -y -q --no-install-recommends "${missing[@]}" ||
 		die "setup: apt-get install failed (see above)"
 	guest_setup
+}
+
+# The host packages the guests need, to merge into HOST_PACKAGES.
+guest_packages() {
+	echo qemu-system-x86 qemu-system-arm qemu-system-data cpio gzip \
+		gcc libc6-dev gcc-arm-linux-gnueabihf libc6-dev-armhf-cross \
+		binutils rsync make
+}
+
+# dpkg must know armhf for apt to find the packages of the arm guest.
+guest_setup() {
+	local darch
+	for darch in "${guest_deb_arch[@]}"; do
+		guest_apt_ready "$darch"
+	done
+}
+
+guest_apt_ready() {
+	local darch=$1
+	if [ "$darch" != "$(dpkg --print-architecture)" ] &&
+		! dpkg --print-foreign-architectures | grep -x "$darch" >/dev/null; then
+		[ "$(id -u)" -eq 0 ] ||
+			die "dpkg does not know the $darch architecture; as root run: dpkg --add-architecture $darch && apt-get update (tools/blkctx setup does it)"
+		say "guest: adding the $darch architecture to dpkg"
+		dpkg --add-architecture "$darch"
+		apt_update
+	fi
+	if ! apt-cache show --no-all-versions "busybox:$darch" >/dev/null 2>&1; then
+		[ "$(id -u)" -eq 0 ] ||
+			die "apt has no $darch package lists; as root run: apt-get update"
+		say "guest: apt has no $darch package lists, updating them"
+		apt_update
+	fi
+	apt-cache show --no-all-versions "busybox:$darch" >/dev/null 2>&1 ||
+		die "guest: apt still has no $darch package lists after apt-get update (see above)"
 }
 
 # apt_update: apt-get update, tried three times. A mirror caught syncing
