@@ -133,8 +133,6 @@ run_child() {
 
 # shellcheck source=tree.sh
 . "$REPO/tools/lib/tree.sh"
-# shellcheck source=bench.sh
-. "$REPO/tools/lib/bench.sh"
 # shellcheck source=selfcheck.sh
 . "$REPO/tools/lib/selfcheck.sh"
 
@@ -218,8 +216,6 @@ main() {
 	setup) do_setup ;;
 	# tools/lib/selftests_step.py's check before it makes a guest's root
 	apt-ready) guest_apt_ready "$@" ;;
-	bench) do_bench ;;
-	bench-check) do_bench_check ;;
 	selfcheck) do_selfcheck ;;
 	*) die "no such command: $cmd (tools/blkctx help lists them)" ;;
 	esac

@@ -270,7 +270,7 @@ PYTHON_COMMANDS = {"kunit": "kunit_step", "checkpatch": "checkpatch_step",
                    "warnings": "build_step", "prepare": "tree_step", "export": "tree_step",
                    "reorder": "tree_step", "mail": "tree_step", "mail-check": "tree_step",
                    "patches": "tree_step", "test": "runner", "selftests": "selftests_step",
-                   "demo": "selftests_step"}
+                   "demo": "selftests_step", "bench": "bench_step", "bench-check": "bench_step"}
 
 
 def run(argv):

@@ -1707,14 +1707,17 @@ for results in ({"x86_64": (2, 0, 1, True), "arm": (2, 0, 0, True)},
     print("status", kunit_step.command_kunit([]))
 PY
 )
-	# the bash that builds a guest's kernel stops when the build fails
+	# a guest's kernel that cannot be built stops the command that boots it
 	local built
-	built=$( (CACHE=$t/nocache
-		: >"$t/bash-results"
-		BLKCTX_RESULTS=$t/bash-results kunit_build x86_64 demo >/dev/null 2>&1
-		echo "went on") 2>&1; echo "status $?, reported $(cat "$t/bash-results")")
+	: >"$t/built-results"
+	built=$(BLKCTX_CACHE=$t/nocache BLKCTX_RESULTS=$t/built-results PYTHONPATH=$REPO/tools/lib \
+		python3 -B -c 'import common, kunit_step
+def boot():
+    kunit_step.build("x86_64", "demo")
+    print("went on")
+print("status", common.run_command("demo", boot))' 2>/dev/null)
 	sc_same "kunit: a guest's kernel that cannot be built stops the command" \
-		"status 1, reported die 0 1 0" "$built"
+		"status 1, reported die 0 1 0" "$built, reported $(cat "$t/built-results")"
 	sc_same "kunit: the total over the architectures, failed when one failed" \
 		"kunit: 4 passed, 0 failed, 1 skipped
 status 0
@@ -1796,7 +1799,31 @@ db     inode               2  1.150   1.100-1.200    -50%  1.000    50%   1.050 
 TABLE
 )
 	sc_same "bench_table: means, spreads, gaps to the limit and learned" "$want" \
-		"$(bench_table "$REPO/tools/selfcheck/bench-console.log" 2>&1)"
+		"$(python3 -B "$LIB/bench_step.py" table "$REPO/tools/selfcheck/bench-console.log" 2>&1)"
+}
+
+# bench-check's cases on a guest's console: a run of db and phone under
+# none and inode passes when it printed the replay's verdict (exact), the
+# learned WAF and a limit; both phone runs must have dropped caches and
+# deleted photos.
+sc_bench_check() {
+	local t=$SC_TMP/bench-check d=$REPO/tools/selfcheck line rc
+	mkdir -p "$t"
+	cp "$d/bench-console.log" "$t/full.log"
+	for line in "workload=phone policy=none" "workload=phone policy=inode"; do
+		echo "    ctxbench: $line seed=1 waf=1.5 replay=exact learned_nand_pages=9 learned_waf=1.2 limit_nand_pages=8 limit_waf=1.0" >>"$t/full.log"
+		echo "    ctxbench: phone: transactions=9 caches_dropped=2 photos=2 photos_deleted=1" >>"$t/full.log"
+	done
+	sed 's/\(workload=db policy=none seed=1 .*\)replay=exact/\1replay=differs/' "$t/full.log" >"$t/differs.log"
+	grep -v 'policy=inode' "$t/full.log" >"$t/noinode.log"
+	rc=$(for line in "$d/bench-console.log" "$t/full.log" "$t/differs.log" "$t/noinode.log"; do
+		PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, bench_step
+cases = bench_step.Cases()
+bench_step.guest_cases(cases, sys.argv[1])
+print(cases.passed, cases.failed)' "$line" 2>/dev/null || echo "status $?"
+	done | paste -sd' ')
+	sc_same "bench-check: the guest's runs (canned: no phone; all; a replay that differs; no inode)" \
+		"2 3 5 0 4 1 3 2" "$rc"
 }
 
 do_selfcheck() {
@@ -1834,6 +1861,7 @@ do_selfcheck() {
 	sc_pahole_judge
 	sc_py_steps
 	sc_bench_table
+	sc_bench_check
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
 	[ $SC_FAILED -eq 0 ]
 }
