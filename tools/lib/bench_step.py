@@ -684,4 +684,4 @@ def main(argv, lock=True):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], lock=False))
+    sys.exit(main(sys.argv[1:]))

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# The commands of tools/blkctx, run once tools/lib/cli.py has checked their
-# arguments and environment: "blkctx.sh COMMAND ARGS" (and "bootstrap", which
-# tools/blkctx runs where python3 is not installed yet).
+# The commands of tools/blkctx that are bash, run once tools/lib/cli.py has
+# checked their arguments and environment: setup (and "bootstrap", which
+# tools/blkctx runs where python3 is not installed yet), selfcheck, and
+# "apt-ready DARCH" for tools/lib/selftests_step.py. The others are Python.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -13,32 +14,19 @@ LIB=$REPO/tools/lib
 CACHE=$(realpath -m "${BLKCTX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/blkctx}")
 TREE=$CACHE/linux
 BUILD=$CACHE/build
-TARBALL=${BLKCTX_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
-JOBS=${BLKCTX_JOBS:-$(nproc)}
-# the series' identity for the bash's own commits (bench's pristine build);
-# tools/lib/tree_step.py has it for the tree's
-IDENT_NAME="blkctx developers"
-IDENT_EMAIL="devel@blkctx.invalid"
-# The facts that differ between the architectures: tools/lib/arches, which
-# cli.py reads too.
+# The architectures (tools/lib/arches, which cli.py reads too) and the
+# Debian architecture of each one's guest, whose package lists setup gets.
 ARCHES=""
-declare -A arch_linux=() arch_cc=() guest_deb_arch=() guest_triplet=() guest_arch_kconfig=()
-while read -r _name _linux _cc _deb _triplet _kconfig; do
+declare -A guest_deb_arch=()
+while read -r _name _linux _cc _deb _rest; do
 	case $_name in "" | "#"*) continue ;; esac
 	ARCHES+="${ARCHES:+ }$_name"
-	arch_linux[$_name]=$_linux
-	arch_cc[$_name]=${_cc#-}
 	guest_deb_arch[$_name]=$_deb
-	guest_triplet[$_name]=$_triplet
-	guest_arch_kconfig[$_name]=${_kconfig//,/ }
 done <"$REPO/tools/lib/arches"
-unset _name _linux _cc _deb _triplet _kconfig
+unset _name _linux _cc _deb _rest
 
-export GIT_AUTHOR_NAME=$IDENT_NAME GIT_AUTHOR_EMAIL=$IDENT_EMAIL
-export GIT_COMMITTER_NAME=$IDENT_NAME GIT_COMMITTER_EMAIL=$IDENT_EMAIL
 # Debian's interpreters first: kunit.py and checkpatch need its python3 modules.
 export PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
-export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
 
 say() { printf 'blkctx: %s\n' "$*" >&2; }
 # die also tells a "tools/blkctx test" that runs this step that it failed
@@ -54,20 +42,6 @@ die() {
 # test" that runs this command as one of its steps, if any.
 report_counts() {
 	[ -z "${BLKCTX_RESULTS:-}" ] || echo "$*" >>"$BLKCTX_RESULTS"
-}
-
-# with_progress WHAT OBJECTS SINCE LOG CMD...: run CMD (a program, not a
-# function), its output appended to LOG ("-": where it goes anyway), and
-# while it runs say every minute (BLKCTX_PROGRESS_SECONDS) how long WHAT has
-# been running and, with a directory OBJECTS, how many objects were built
-# under it after the file SINCE was made (tools/lib/procs.py run).
-with_progress() {
-	local what=$1 objects=$2 since=$3 log=$4
-	local -a opts=(--what "$what")
-	shift 4
-	[ -z "$objects" ] || opts+=(--objects "$objects" --since "$since")
-	[ "$log" = - ] || opts+=(--log "$log")
-	run_child python3 -B "$REPO/tools/lib/procs.py" run "${opts[@]}" -- "$@"
 }
 
 # Paths removed on every exit (cleanup_add PATH...). A subshell does not
@@ -131,34 +105,10 @@ run_child() {
 	return $rc
 }
 
-# shellcheck source=tree.sh
-. "$REPO/tools/lib/tree.sh"
+# shellcheck source=setup.sh
+. "$REPO/tools/lib/setup.sh"
 # shellcheck source=selfcheck.sh
 . "$REPO/tools/lib/selfcheck.sh"
-
-# One run at a time per cache: every command that uses it takes
-# $CACHE/.lock, and waits (saying for whom) while another run holds it.
-# "tools/blkctx test" runs its steps as child processes, which inherit the
-# locked descriptor (BLKCTX_LOCK_FD) and so hold the lock already.
-cache_lock() {
-	local holder
-	mkdir -p "$CACHE"
-	if [ -n "${BLKCTX_LOCK_FD:-}" ] &&
-		[ "$(readlink "/proc/$$/fd/$BLKCTX_LOCK_FD" 2>/dev/null)" = "$CACHE/.lock" ] &&
-		flock -n "$BLKCTX_LOCK_FD" 2>/dev/null; then
-		return 0
-	fi
-	exec {BLKCTX_LOCK_FD}<>"$CACHE/.lock"
-	if ! flock -n "$BLKCTX_LOCK_FD"; then
-		holder=$(cat "$CACHE/.lock" 2>/dev/null || true)
-		say "waiting for $CACHE, in use by ${holder:-another run}"
-		flock "$BLKCTX_LOCK_FD"
-	fi
-	printf 'tools/blkctx %s (pid %s, user %s, since %s)\n' "$*" "$$" \
-		"$(id -un)" "$(date '+%F %T')" >"$CACHE/.lock"
-	export BLKCTX_LOCK_FD
-}
-
 
 # do_bootstrap COMMAND ARGS: tools/blkctx found no python3, which cli.py
 # needs. setup installs it, and test and demo begin with setup: they run it
@@ -206,11 +156,6 @@ main() {
 	local cmd=$1
 	set -m
 	shift
-	# the commands that change or read what is in $BLKCTX_CACHE
-	case $cmd in
-	bootstrap | setup | selfcheck | apt-ready) ;;
-	*) cache_lock "$cmd" "$@" ;;
-	esac
 	case $cmd in
 	bootstrap) do_bootstrap "$@" ;;
 	setup) do_setup ;;

@@ -94,7 +94,7 @@ ENVIRONMENT = [
     ("BLKCTX_GUEST_CONTEXTS", "selftests test demo bench bench-check", "mmc_core.contexts= for the guests that do not set it [1]"),
     ("BLKCTX_GUEST_APPEND", "selftests test demo bench bench-check", "more kernel command line for every guest []"),
     ("BLKCTX_GUEST_TIMEOUT", "selftests demo bench bench-check test", "whole seconds a guest may run, more than 0 [900; bench 7200]"),
-    ("BLKCTX_GUEST_TEST_TIMEOUT", "selftests demo test", "whole seconds a test without a settings file may run, more than 0 [120]"),
+    ("BLKCTX_GUEST_TEST_TIMEOUT", "selftests demo bench bench-check test", "whole seconds a test without a settings file may run, more than 0 [120]"),
     ("BLKCTX_BENCH_WORKLOADS", "bench", "workloads [mail,db,mix,phone,seq]"),
     ("BLKCTX_BENCH_POLICIES", "bench", "policies [none,inode,parent,process,temporal,size,create,hint,lifetime]"),
     ("BLKCTX_BENCH_JOURNAL", "bench", "1: also each policy with journal_context [1]"),

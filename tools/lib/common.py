@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-"""What the commands written in Python share with tools/lib/blkctx.sh: the
-paths and settings, the per-architecture facts of tools/lib/arches, the
+"""What the commands share: the paths and settings, the per-architecture
+facts of tools/lib/arches (which tools/lib/blkctx.sh reads too), the
 cache's lock, a step's results for "tools/blkctx test", and the patch
-files and the kernel tree's state (tools/lib/tree.sh calls "common.py
-digest" and "common.py state", so each has one implementation)."""
+files and the kernel tree's state."""
 
 import argparse
 import fcntl
@@ -262,13 +261,12 @@ def tree_current(tree=TREE, repo=REPO, tarball=TARBALL):
 
 
 def main(argv):
-    """What tools/lib/tree.sh lists, records and compares, for the paths it
-    gives (a selfcheck case gives its own):
+    """The patch list, its digest and the tree's state, for the paths a
+    selfcheck case gives:
       files REPO                 patch_files, one a line
       digest REPO TARBALL        patches_digest
       state TREE                 tree_state
-      current REPO TREE TARBALL  tree_current: fails (as die), saying why
-      make ARCH TREE             arch_make, each word ended by a NUL"""
+"""
     try:
         if len(argv) == 2 and argv[0] == "files":
             for path in patch_files(argv[1]):
@@ -277,10 +275,6 @@ def main(argv):
             print(patches_digest(argv[1], argv[2]))
         elif len(argv) == 2 and argv[0] == "state":
             print(tree_state(argv[1]))
-        elif len(argv) == 4 and argv[0] == "current":
-            tree_current(argv[2], argv[1], argv[3])
-        elif len(argv) == 3 and argv[0] == "make" and argv[1] in ARCHES:
-            sys.stdout.write("".join(word + "\0" for word in arch_make(argv[1], argv[2])))
         else:
             print("usage:" + main.__doc__.split(":", 1)[1], file=sys.stderr)
             return 2

@@ -5,12 +5,12 @@ architecture: the "kunit" command, and the kernels the guests boot.
 
   kunit [ARCH...]      every suite on each architecture, counted from
                        kunit.py's JSON (kunit_results.py) and judged
-  build ARCH WHO       build the KUnit kernel that WHO's guest boots
-  config ARCH FILE     copy the .config kunit.py makes for ARCH to FILE
 
-A kernel built here records the tree it was built from (tree_state in
-common.py) in its build directory; tools/lib/selftests_step.py boots only a kernel
-whose record matches the tree as it is now.
+build() makes the kernel a guest boots (selftests_step.py, bench_step.py)
+and config() the .config kunit.py makes (build_step.py). A kernel built
+here records the tree it was built from (tree_state in common.py) in its
+build directory; selftests_step.py boots only a kernel whose record
+matches the tree as it is now.
 """
 
 import argparse
@@ -163,25 +163,12 @@ def main(argv, lock=True):
     p = sub.add_parser("kunit")
     # not choices: argparse checks an empty list against them
     p.add_argument("arch", nargs="*", type=common.arch_name)
-    p = sub.add_parser("build")
-    p.add_argument("arch", type=common.arch_name)
-    p.add_argument("who")
-    p = sub.add_parser("config")
-    p.add_argument("arch", type=common.arch_name)
-    p.add_argument("file")
     opts = parser.parse_args(argv)
 
     def body():
-        if opts.what == "kunit":
-            if lock:
-                common.lock("kunit " + " ".join(opts.arch))
-            return command_kunit(opts.arch)
-        # build and config run for a command of blkctx.sh, which holds the lock
-        if opts.what == "build":
-            build(opts.arch, opts.who)
-        else:
-            config(opts.arch, opts.file)
-        return 0
+        if lock:
+            common.lock("kunit " + " ".join(opts.arch))
+        return command_kunit(opts.arch)
 
     return common.run_command("kunit", body)
 

@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Children that an interrupt stops: the signal handling that runner.py
-and guest.py share, and a long command run with a progress line a minute
-(guest.py's boots; "procs.py run" for the builds of tools/lib/*.sh)."""
+"""Children that an interrupt stops: the signal handling that the commands
+share, and a long command run with a progress line a minute (every build,
+guest boot and package step)."""
 
-import argparse
 import contextlib
 import os
 import re
@@ -263,33 +262,3 @@ def run(cmd, what, every, out=None, detail=None, timeout=None, tee=None):
         if copier and copier.thread.is_alive():
             copier.finish(proc, what)
 
-
-def main():
-    parser = argparse.ArgumentParser(
-        description="run a command with a progress line a minute; exits with its status")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run a command, saying how long it has run")
-    p.add_argument("--what", required=True, help="what the progress lines name")
-    p.add_argument("--log", help="append the command's output to this file [ours]")
-    p.add_argument("--objects", metavar="DIR", help="count the objects built under DIR")
-    p.add_argument("--since", metavar="FILE", help="... newer than FILE")
-    p.add_argument("cmd", nargs="+", help="the command and its arguments")
-    opts = parser.parse_args()
-    detail = None
-    if opts.objects:
-        def detail():
-            return objects_since(opts.objects, opts.since or opts.objects)
-    SIGNALS.install()
-    try:
-        if not opts.log:
-            return run(opts.cmd, opts.what, progress_seconds(), detail=detail)
-        with open(opts.log, "a") as out:
-            return run(opts.cmd, opts.what, progress_seconds(), out=out, detail=detail)
-    except Interrupted as e:
-        return 128 + e.signum
-    finally:
-        SIGNALS.ignoring = True
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -327,60 +327,66 @@ time.sleep(30)
 	done
 }
 
-# with_progress: a line a tick while the command runs, none after it, with
-# the objects built since a file; the command's output in its log and its
-# status kept; the details of a guest.
+# procs.run, which every build and boot runs through: a line a tick while
+# the command runs, with the objects built since a file; the command's
+# output in its log and its status kept; the details of a guest.
 sc_progress() {
 	local d=$REPO/tools/selfcheck out=$SC_TMP/progress rc
-	rc=$( (export BLKCTX_PROGRESS_SECONDS=1
-		mkdir -p "$out.d"
-		touch -d '1 hour ago' "$out.d/since" "$out.d/old.o"
-		: >"$out.d/new.o"
-		with_progress "step" "$out.d" "$out.d/since" "$out.log" \
-			sh -c 'echo made; sleep 2.5; exit 3' 2>"$out.err"
-		echo $?
-		wc -l <"$out.err" >"$out.lines"
-		sleep 1.5) )
+	mkdir -p "$out.d"
+	touch -d '1 hour ago' "$out.d/since" "$out.d/old.o"
+	: >"$out.d/new.o"
+	rc=$(BLKCTX_PROGRESS_SECONDS=1 sc_procs 'with open(sys.argv[1] + ".log", "w") as out:
+    print(procs.run(["sh", "-c", "echo made; sleep 2.5; exit 3"], "step",
+                    procs.progress_seconds(), out=out,
+                    detail=lambda: procs.objects_since(sys.argv[1] + ".d", sys.argv[1] + ".d/since")))' \
+		"$out" 2>"$out.err")
 	sc_same "progress: the command's status" 3 "$rc"
 	sc_same "progress: the command's output in its log" made "$(cat "$out.log")"
 	# a loaded machine may tick at 2 and 3 s instead of 1 and 2 s
-	rc=$(cat "$out.lines")
-	if [ "$rc" -ge 1 ] && [ "$rc" -le 3 ] && [ "$(wc -l <"$out.err")" -eq "$rc" ] &&
+	rc=$(wc -l <"$out.err")
+	if [ "$rc" -ge 1 ] && [ "$rc" -le 3 ] &&
 		! grep -vx 'blkctx: step: running for 0 min [0-9] s; 1 objects compiled' "$out.err" >/dev/null; then
-		sc_result "progress: a line a second while it runs, none after" 0
+		sc_result "progress: a line a second while it runs" 0
 	else
-		sc_result "progress: a line a second while it runs, none after" 1 \
-			"$(echo "$rc lines when it ended, then:"; cat "$out.err")"
+		sc_result "progress: a line a second while it runs" 1 "$(cat "$out.err")"
 	fi
 	sc_same "progress: a guest's tests so far" \
 		"2 of 2 tests done, last started: mmc: emmc_contexts (1 of its cases done)" \
 		"$(python3 -B "$REPO/tools/lib/guest.py" so-far "$d/guest-pass.log")"
 	sc_same "progress: a guest that has not planned yet" \
 		"0 of ? tests done" "$(python3 -B "$REPO/tools/lib/guest.py" so-far /dev/null)"
-	# nothing the ticker started may hold the caller's files after it:
-	# a guest's lock would stay taken until its sleep ended
-	rc=$( (export BLKCTX_PROGRESS_SECONDS=30
-		exec {fd}>"$out.lock"
-		flock "$fd"
-		with_progress "step" "" "" - sleep 0.5
-		exec {fd}>&-
-		if flock -n "$out.lock" true; then echo free; else echo held; fi) )
+	# the command holds none of the caller's files: a guest's lock would
+	# stay taken until it ended
+	rc=$(sc_procs 'import fcntl, subprocess
+with open(sys.argv[1] + ".lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    procs.run(["sh", "-c", "sleep 1 & echo started"], "step", 30, out=subprocess.DEVNULL)
+print(subprocess.run(["flock", "-n", sys.argv[1] + ".lock", "true"]).returncode and "held" or "free")' \
+		"$out")
 	sc_same "progress: the caller's lock is free once the command is done" free "$rc"
-	rc=$( (with_progress "step" "" "" "$out.missing" "$SC_TMP/no-such-program" 2>/dev/null
-		echo "status $?, log: $(cat "$out.missing")") )
+	rc=$(sc_procs 'with open(sys.argv[1] + ".missing", "w") as out:
+    print("status", procs.run([sys.argv[1] + ".no-such-program"], "step", 60, out=out))
+print("log:", open(sys.argv[1] + ".missing").read().strip())' "$out" 2>/dev/null)
 	sc_same "progress: a program that cannot run" \
-		"status 127, log: step: cannot run $SC_TMP/no-such-program: No such file or directory" "$rc"
-	# the builds' make, through with_progress
-	mkdir -p "$SC_TMP/make-bin"
-	printf '#!/bin/sh\necho "make $*"\n' >"$SC_TMP/make-bin/make"
-	chmod +x "$SC_TMP/make-bin/make"
+		"status 127
+log: step: cannot run $out.no-such-program: No such file or directory" "$rc"
+	# the builds' make
 	while read -r arch want; do
-		sc_same "progress: the builds' make for $arch" "$want" "$(TREE=/t arch_make_cmd "$arch"
-			PATH=$SC_TMP/make-bin:$PATH with_progress x "" "" - "${ARCH_MAKE[@]}" O=/o all)"
+		sc_same "progress: the builds' make for $arch" "$want" \
+			"$(sc_procs 'import common; print(*common.arch_make(sys.argv[1], "/t"))' "$arch")"
 	done <<'CASES'
-x86_64 make -s -C /t ARCH=x86_64 O=/o all
-arm make -s -C /t ARCH=arm CROSS_COMPILE=arm-linux-gnueabihf- O=/o all
+x86_64 make -s -C /t ARCH=x86_64
+arm make -s -C /t ARCH=arm CROSS_COMPILE=arm-linux-gnueabihf-
 CASES
+}
+
+# sc_procs CODE ARGS...: python3 CODE ARGS with procs and sys imported; a
+# status other than 0 is printed.
+sc_procs() {
+	local code=$1
+	shift
+	PYTHONPATH=$REPO/tools/lib python3 -B -c "import sys, procs
+$code" "$@" || echo "status $?"
 }
 
 # sc_signal_child DIR: DIR/child, a grandchild in the foreground of its
@@ -434,7 +440,7 @@ sc_interrupt() {
 	sc_signal_child "$t"
 	for sig in TERM INT; do
 		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/lib/blkctx.sh'
-			BLKCTX_PROGRESS_SECONDS=1 with_progress step '' '' - sh '$t/child'
+			run_child sh '$t/child'
 			echo 'went on after the child'"
 		out=$(sc_signal_outcome "$t" child)
 		sc_same "interrupt: SIG$sig ends the command and its child's group at once" \
@@ -445,7 +451,7 @@ sc_interrupt() {
 	for sig in TERM INT; do
 		sc_signal_run "$t" "$sig" "set -m; . '$REPO/tools/lib/blkctx.sh'
 			run_child bash -c \"set -m; . '$REPO/tools/lib/blkctx.sh'
-				BLKCTX_PROGRESS_SECONDS=1 with_progress step '' '' - sh '$t/child' | cat
+				sh '$t/child' | cat
 				echo 'the step went on'\"
 			echo 'went on after the step'"
 		out="status $SIG_RC"
@@ -786,15 +792,16 @@ print(run(tree.prepare), tree.git("log", "-1", "--format=%s").strip())' 2>&1)
 	rc=$(sc_tree_step "$t" 'print(tree_step.gitignore_without_debian(sys.argv[2]), end="")' \
 		$'.*\n!.gitignore\n\n#\n# Debian packaging: ignore everything at the top level, since it isn\'t\n#\n/*\n!/debian/\n')
 	sc_same "prepare: Debian's .gitignore rules go" $'.*\n!.gitignore' "$rc"
-	rc=$( (
-		REPO=$t/repo CACHE=$t/cache TREE=$t/cache/linux BUILD=$t/cache/build
-		tree_current 2>/dev/null
-		echo "current"
-		echo stale >"$TREE/.git/blkctx-applied"
-		tree_current 2>/dev/null
-		echo "reached"
-	)) || true
-	sc_same "the tree must hold the patch files as they are" "current" "$rc"
+	rc=$(sc_tree_step "$t" 'def current():
+    tree_step.common.tree_current(tree.tree, tree.repo, tree.tarball)
+    print("current")
+print(run(current))
+with open(tree.dot_git("blkctx-applied"), "w") as f:
+    f.write("stale\n")
+print(run(current))' 2>/dev/null)
+	sc_same "the tree must hold the patch files as they are" "current
+0
+1" "$rc"
 }
 
 # sc_guests T CODE ARGS...: python3 CODE ARGS with selftests_step as "st",
@@ -844,25 +851,31 @@ print(*st.run_guest("x86_64", base, st.GUESTS[0]))' | grep -o '^0 1 0\|^booted\|
 		"was not built from the tree as it is now
 0 1 0" "$rc"
 	# one initramfs per architecture, built by the first guest to boot
-	rc=$(sc_guests "$t" 'def boot(arch, tree, config, kernel, initrd, append, log, *rest):
-    print("booted", os.path.basename(log), open(initrd).read() + ":",
+	# (the first boots the cache's, the others a copy of their own, which
+	# is gone at the end: another run may build the cache's again)
+	rc=$(sc_guests "$t" 'import glob
+def boot(arch, tree, config, kernel, initrd, append, log, *rest):
+    print("booted", os.path.basename(log), open(initrd).read(),
+          "(copy):" if os.path.basename(initrd).startswith("blkctx-initramfs.") else "(cache):",
           append.split(" ", 3)[3], flush=True)
     return 0
 guest.boot_guest = boot
 st.GUESTS = [st.Guest("main"), st.Guest("one", "1", "", "block"),
              st.Guest("two", "0", "mmc_emu.cqe=1 x=2", "block")]
-print("status", run(st.command_selftests, ["x86_64"], base))' | grep -v '^blkctx: selftests: booting' |
+print("status", run(st.command_selftests, ["x86_64"], base))
+print("left:", glob.glob(sys.argv[1] + "/blkctx-initramfs.*"))' | grep -v '^blkctx: selftests: booting' |
 		sed 's/ (initramfs [0-9]*s, boot and run [0-9]*s)$//')
 	sc_same "selftests: one initramfs per architecture, each guest's command line" \
 		"built
-booted selftests-x86_64.log initramfs for x86_64: mmc_core.contexts=1 user=1
+booted selftests-x86_64.log initramfs for x86_64 (cache): mmc_core.contexts=1 user=1
 selftests: x86_64: 1 passed, 0 failed, 0 skipped
-booted selftests-x86_64-one.log initramfs for x86_64: mmc_core.contexts=1 user=1 blkctx.tests=block
+booted selftests-x86_64-one.log initramfs for x86_64 (copy): mmc_core.contexts=1 user=1 blkctx.tests=block
 selftests: x86_64: 1 passed, 0 failed, 0 skipped
-booted selftests-x86_64-two.log initramfs for x86_64: mmc_core.contexts=0 mmc_emu.cqe=1 x=2 user=1 blkctx.tests=block
+booted selftests-x86_64-two.log initramfs for x86_64 (copy): mmc_core.contexts=0 mmc_emu.cqe=1 x=2 user=1 blkctx.tests=block
 selftests: x86_64: 1 passed, 0 failed, 0 skipped
 selftests: 3 passed, 0 failed, 0 skipped
-status 0" "$rc"
+status 0
+left: []" "$rc"
 	# BLKCTX_GUESTS picks guests (the first picked builds the initramfs),
 	# BLKCTX_SELFTESTS replaces their tests, an unknown guest is refused,
 	# a failure of one guest fails the command
@@ -872,8 +885,9 @@ status 0" "$rc"
 guest.boot_guest = boot
 st.GUESTS = [st.Guest("main"), st.Guest("one", "1", "", "block"),
              st.Guest("two", "0", "", "block"), st.Guest("three", "1", "", "mmc")]
-for guests, tests in ((["two", "three"], ""), (["three"], "block:x"), (["main", "four"], "")):
-    print("status", run(st.command_selftests, ["x86_64"], base._replace(guests=guests, tests=tests)))
+for guests, tests in (("two,three", ""), ("three", "block:x"), ("main,four", "")):
+    os.environ.update(BLKCTX_GUESTS=guests, BLKCTX_SELFTESTS=tests)
+    print("status", run(st.command_selftests, ["x86_64"], st.Settings.from_environment()))
 st.judged = lambda *args: st.Counts(1, 1, 0)
 print("status", run(st.command_selftests, ["x86_64"], base._replace(guests=["one"])))' |
 		grep -v '^blkctx: selftests: booting\|^selftests: x86_64')
@@ -958,6 +972,22 @@ print("status", st.main(["guest", "x86_64", "--name", "bench-x", "--build", "pri
 		"built
 booted pristine-emu-x86_64/arch/x86/boot/bzImage selftests-x86_64-bench-x.log mmc_core.contexts=1 a=1 b=2 user=2 7200
 status 0" "$rc"
+	# apt's lists checked by blkctx.sh's guest_apt_ready (a stand-in that
+	# fails as die does): one failure reported, not the bash's too
+	mkdir -p "$t/lib"
+	# shellcheck disable=SC2016 # the stand-in's own expansions
+	printf '%s\n' 'echo "$*"' 'echo "die 0 1 0" >>"${BLKCTX_RESULTS:-/dev/null}"' 'exit 1' \
+		>"$t/lib/blkctx.sh"
+	: >"$t/apt-results"
+	rc=$(BLKCTX_RESULTS=$t/apt-results PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, common, selftests_step
+common.LIB = sys.argv[1]
+print("status", common.run_command("guest", lambda: selftests_step.apt_ready("arm")))' \
+		"$t/lib" 2>&1; echo "reported: $(paste -sd, "$t/apt-results")")
+	sc_same "guest: apt's lists for armhf missing: one failure reported" \
+		"apt-ready armhf
+blkctx: error: guest: apt has no armhf package lists (see above)
+status 1
+reported: die 0 1 0" "$rc"
 }
 
 # Every Python command that uses the tree refuses one that series/, kunit/
@@ -1329,6 +1359,7 @@ CASES
 	done <<'CASES'
 2 BLKCTX_GUEST_TIMEOUT=15m selftests
 2 BLKCTX_GUEST_TIMEOUT=0 demo
+2 BLKCTX_GUEST_TEST_TIMEOUT=0 selftests
 2 BLKCTX_PROGRESS_SECONDS=1m kunit
 2 BLKCTX_STOP_SECONDS=x test
 0 BLKCTX_PROGRESS_SECONDS= kunit
@@ -1349,10 +1380,10 @@ CASES
 	printf '%s\n' 'echo "args $*"' 'sed -n "s/^SigIgn:[[:space:]]*//p" /proc/$$/status' \
 		>"$SC_TMP/cli-lib/blkctx.sh"
 	rc=$(BLKCTX_CACHE=$SC_TMP/cli-cache sc_py_cli 'cli.LIB = sys.argv[1]
-cli.main(["bench"])' "$SC_TMP/cli-lib" 2>&1)
+cli.main(["setup"])' "$SC_TMP/cli-lib" 2>&1)
 	# bits 13 and 25 of the mask: SIGPIPE, SIGXFSZ
 	sc_same "front door: blkctx.sh runs with the arguments, SIGPIPE and SIGXFSZ not ignored" \
-		"args bench; 0 0" \
+		"args setup; 0 0" \
 		"$(head -1 <<<"$rc"); $((0x$(sed -n 2p <<<"$rc") >> 12 & 1)) $((0x$(sed -n 2p <<<"$rc") >> 24 & 1))"
 	# a reader of help that stops early ends it as it ended bash: SIGPIPE,
 	# no traceback
@@ -1431,8 +1462,8 @@ sc_env_doc() {
 	read=$(cd "$REPO" && {
 		cat tools/blkctx tools/lib/*.sh | grep -vE '^[[:space:]]*#' |
 			grep -oE '\$\{?BLKCTX_[A-Z_]+'
-		grep -ohE "env(iron)?(\.get\(|\[)[\"']BLKCTX_[A-Z_]+" qemu_configs/*.py tools/lib/*.py
-	} | sed -E "s/^(\\$\\{?|env(iron)?(\\.get\\(|\\[)[\"'])//" | grep -vx BLKCTX_CLEANUP | sort -u)
+		grep -ohE "(env(iron)?(\.get\(|\[)|setting\()[\"']BLKCTX_[A-Z_]+" qemu_configs/*.py tools/lib/*.py
+	} | sed -E "s/^(\\$\\{?|(env(iron)?(\\.get\\(|\\[)|setting\\()[\"'])//" | grep -vx BLKCTX_CLEANUP | sort -u)
 	doc=$(python3 -B "$REPO/tools/lib/cli.py" help | sed -n 's/^  \(BLKCTX_[A-Z_]*\) .*/\1/p' | sort -u)
 	sc_same "environment: --help lists every BLKCTX_ variable the tools read, and only those" "" \
 		"$(comm -23 <(echo "$read") <(echo "$doc") | sed 's/^/read, not listed: /'
@@ -1491,68 +1522,34 @@ full refused
 2" "$rc"
 }
 
-# One lock per cache: a second run waits and says for whom; a child of a
-# run that holds it (test's steps) does not wait.
-sc_lock() {
-	local t=$SC_TMP/lock out
-	mkdir -p "$t"
-	out=$( (
-		CACHE=$t
-		unset BLKCTX_LOCK_FD
-		cache_lock test
-		BLKCTX_CACHE=$t timeout 10 bash -c ". '$REPO/tools/lib/blkctx.sh'; cache_lock kunit; echo child locked"
-		timeout 5 bash -c "exec {fd}<>'$t/.lock'; flock -n \$fd && echo other locked || echo other waits"
-	) 2>&1)
-	sc_same "lock: test's steps share it, another run waits" "child locked
-other waits" "$out"
-	out=$( (
-		CACHE=$t
-		unset BLKCTX_LOCK_FD
-		(
-			exec {fd}<>"$t/.lock"
-			flock "$fd"
-			echo "tools/blkctx bench (pid 1)" >"$t/.lock"
-			: >"$t/held"
-			sleep 1
-		) &
-		for _ in $(seq 100); do
-			[ ! -e "$t/held" ] || break
-			sleep 0.1
-		done
-		cache_lock kunit
-		echo locked
-	) 2>&1)
-	sc_same "lock: waits, saying who holds it" "blkctx: waiting for $t, in use by tools/blkctx bench (pid 1)
-locked" "$out"
-}
-
 # The same lock taken by the commands written in Python (common.py lock).
 sc_lock_py() {
 	local t=$SC_TMP/lockpy out
 	local take="import common; common.lock('kunit'); print('locked')"
 	mkdir -p "$t"
-	out=$( (
-		CACHE=$t
-		unset BLKCTX_LOCK_FD
-		cache_lock test
-		BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib timeout 10 python3 -B -c "$take"
-		unset BLKCTX_LOCK_FD
-		BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib timeout 2 python3 -B -c "$take" ||
-			echo "status $?"
-	) 2>&1)
+	# test (here a parent) takes it and runs a step with its descriptor;
+	# another run, without it, waits
+	out=$(env -u BLKCTX_LOCK_FD BLKCTX_CACHE="$t" PYTHONPATH="$REPO/tools/lib" python3 -B -c "import os, subprocess, sys
+import common
+fd = common.lock('test')
+sys.stdout.flush()
+subprocess.run(['timeout', '10', sys.executable, '-B', '-c', \"$take\"], pass_fds=(fd,))
+del os.environ['BLKCTX_LOCK_FD']
+done = subprocess.run(['timeout', '2', sys.executable, '-B', '-c', \"$take\"])
+print('status', done.returncode)" 2>&1)
 	sc_same "lock (python): test's steps share it, another run waits, saying for whom" \
 		"locked
 blkctx: waiting for $t, in use by tools/blkctx test (pid P, user $(id -un), since X)
 status 124" "$(printf '%s\n' "$out" | sed 's/(pid [0-9]*\(.*since \).*)/(pid P\1X)/')"
 	# a descriptor of another file is no lock: it waits for the holder
-	out=$( (
-		CACHE=$t
-		unset BLKCTX_LOCK_FD
-		cache_lock test
-		exec {other}<"$REPO/tools/lib/arches"
-		BLKCTX_LOCK_FD=$other BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib \
-			timeout 2 python3 -B -c "$take" 2>/dev/null || echo "status $?"
-	) 2>&1)
+	out=$(env -u BLKCTX_LOCK_FD BLKCTX_CACHE="$t" PYTHONPATH="$REPO/tools/lib" python3 -B -c "import os, subprocess, sys
+import common
+common.lock('test')
+other = os.open(sys.argv[1], os.O_RDONLY)
+os.environ['BLKCTX_LOCK_FD'] = str(other)
+done = subprocess.run(['timeout', '2', sys.executable, '-B', '-c', \"$take\"], pass_fds=(other,),
+                      stderr=subprocess.DEVNULL)
+print('status', done.returncode)" "$REPO/tools/lib/arches" 2>&1)
 	sc_same "lock (python): BLKCTX_LOCK_FD of another file holds nothing" "status 124" "$out"
 	out=$(BLKCTX_CACHE=$t PYTHONPATH=$REPO/tools/lib python3 -B -c "$take
 print(open('$t/.lock').read().split(' (')[0])" 2>&1)
@@ -1707,17 +1704,6 @@ for results in ({"x86_64": (2, 0, 1, True), "arm": (2, 0, 0, True)},
     print("status", kunit_step.command_kunit([]))
 PY
 )
-	# a guest's kernel that cannot be built stops the command that boots it
-	local built
-	: >"$t/built-results"
-	built=$(BLKCTX_CACHE=$t/nocache BLKCTX_RESULTS=$t/built-results PYTHONPATH=$REPO/tools/lib \
-		python3 -B -c 'import common, kunit_step
-def boot():
-    kunit_step.build("x86_64", "demo")
-    print("went on")
-print("status", common.run_command("demo", boot))' 2>/dev/null)
-	sc_same "kunit: a guest's kernel that cannot be built stops the command" \
-		"status 1, reported die 0 1 0" "$built, reported $(cat "$t/built-results")"
 	sc_same "kunit: the total over the architectures, failed when one failed" \
 		"kunit: 4 passed, 0 failed, 1 skipped
 status 0
@@ -1755,6 +1741,18 @@ build 2 none
 run 1 current
 run 1 none
 config 0 stale" "$out"
+	# a guest's kernel that cannot be built (kunit.py fails) stops the command
+	# that boots it
+	local built
+	: >"$t/built-results"
+	built=$(SC_STATUS=2 BLKCTX_CACHE=$t/cache BLKCTX_RESULTS=$t/built-results PYTHONPATH=$REPO/tools/lib \
+		python3 -B -c 'import common, kunit_step
+def boot():
+    kunit_step.build("x86_64", "demo")
+    print("went on")
+print("status", common.run_command("demo", boot))' 2>/dev/null)
+	sc_same "kunit: a guest's kernel that cannot be built stops the command" \
+		"status 1, reported die 0 1 0" "$built, reported $(cat "$t/built-results")"
 	# the patch list and its digest: series/, kunit/, selftests/ in order, no
 	# cover letter, every byte and the tarball's version
 	mkdir -p "$t/repo/series" "$t/repo/kunit" "$t/repo/selftests"
@@ -1787,19 +1785,57 @@ status 0
 ['one', 'two', 'left']" "$out"
 }
 
-# bench_table on a canned console: the rows over seeds (mean, spread, the
-# change against none, limit and gap, learned and its gap), ctxbench's
-# other lines and the kernel's ignored.
+# bench's table on a canned console: the rows over seeds (mean, spread, the
+# change against none, limit and gap, learned and its gap; seq, whose file
+# is rewritten in place, is not compared with none), ctxbench's other lines
+# and the kernel's ignored.
 sc_bench_table() {
 	local want
 	want=$(cat <<'TABLE'
 load   policy           runs    WAF        spread vs none  limit    gap learned  l.gap host pages   GC moves   erases  requests   merges open
 db     none                2  1.300   1.200-1.400     +0%  1.000     0%   1.100    67%       1000        300       11       101       51  2.0
 db     inode               2  1.150   1.100-1.200    -50%  1.000    50%   1.050    83%       1000        150        8       100       50 15.5
+seq    none                2  1.150   1.100-1.200       -      -      -       -      -        500         75        2        51       10  2.0
 TABLE
 )
 	sc_same "bench_table: means, spreads, gaps to the limit and learned" "$want" \
 		"$(python3 -B "$LIB/bench_step.py" table "$REPO/tools/selfcheck/bench-console.log" 2>&1)"
+}
+
+# bench's other figures from canned consoles: the caption of a table, the
+# isolation table (the same seed in two runs), the request counts over
+# runs (fewest-most), the policies with and without journal_context.
+sc_bench_figures() {
+	local t=$SC_TMP/figures d=$REPO/tools/selfcheck rc
+	mkdir -p "$t"
+	sed 's/waf=1\.100 open_blocks=16/waf=1.125 open_blocks=16/; s/write_requests=100 write_merges=50 waf=1\.200 open_blocks=15/write_requests=97 write_merges=48 waf=1.200 open_blocks=15/' \
+		"$d/bench-console.log" >"$t/b.log"
+	rc=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import os, sys, bench_step
+a, b, table = sys.argv[1], sys.argv[2], sys.argv[2] + ".txt"
+with open(table, "w") as f:
+    f.write("# " + bench_step.console_lines(a, "seeds")[0] + "\n" + bench_step.table(a))
+print(bench_step.caption(table))
+sys.stdout.write(bench_step.isolation(a, b, "1"))
+sys.stdout.write(bench_step.requests_table([("one", "none", [a]), ("two", "inode", [a, b])]))
+for journal in ("1", "0"):
+    os.environ.update(BLKCTX_BENCH_POLICIES="a,b", BLKCTX_BENCH_JOURNAL=journal)
+    print(bench_step.policies_with_journal())' "$d/bench-console.log" "$t/b.log" 2>&1 ||
+		echo "status $?")
+	sc_same "bench: caption, isolation, request counts, policies" \
+		"64 MiB card, 256 KiB erase blocks, 4 KiB pages, 7% spare (18 blocks), 15 streams; fs 80% full, discard on; warmup 1.0, counted 1.0 card sizes; seeds 1,2
+load   policy             in order   reversed    diff
+db     none                  1.200      1.200  +0.000
+db     inode                 1.100      1.125  +0.025
+writes                      one                    two
+db                      100-102                 97-100
+seq                       50-52                      -
+seq-file                      7                      -
+
+merges                      one                    two
+db                        50-52                  48-50
+seq                       10-11                      -
+a,a+journal,b,b+journal
+a,b" "$rc"
 }
 
 # bench-check's cases on a guest's console: a run of db and phone under
@@ -1831,6 +1867,9 @@ do_selfcheck() {
 	t0=$(date +%s)
 	# its cases die on purpose: that must not count in a test run
 	unset BLKCTX_RESULTS
+	# the scratch trees' commits are the series' (export and mail read it)
+	export GIT_AUTHOR_NAME="blkctx developers" GIT_AUTHOR_EMAIL=devel@blkctx.invalid
+	export GIT_COMMITTER_NAME="blkctx developers" GIT_COMMITTER_EMAIL=devel@blkctx.invalid
 	SC_TMP=$(mktemp -d)
 	cleanup_add "$SC_TMP"
 	sc_shellcheck
@@ -1851,7 +1890,6 @@ do_selfcheck() {
 	sc_front_door
 	sc_bootstrap
 	sc_env_doc
-	sc_lock
 	sc_lock_py
 	sc_progress
 	sc_interrupt
@@ -1861,6 +1899,7 @@ do_selfcheck() {
 	sc_pahole_judge
 	sc_py_steps
 	sc_bench_table
+	sc_bench_figures
 	sc_bench_check
 	echo "selfcheck: $SC_PASSED passed, $SC_FAILED failed ($(($(date +%s) - t0))s)"
 	[ $SC_FAILED -eq 0 ]

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Kselftests in QEMU guests: the selftests and demo commands, and the one
-guest a benchmark run boots.
+"""Kselftests in QEMU guests: the selftests and demo commands, and the
+guests of the benchmark (bench_step.py).
 
   selftests [ARCH...]   every guest of GUESTS on each architecture
   demo                  the README's main job: which context each file's
                         writes landed in
   guest ARCH ...        one guest with the targets, kernel command line and
-                        timeout given (tools/lib/bench.sh, which holds the
-                        cache's lock)
+                        timeout given (without the cache's lock: for a
+                        caller that holds it)
 
 A guest's root comes from Debian's packages (guest_root.py), the selftests
 are built statically by kselftest's make, a POSIX sh /init
@@ -25,6 +25,7 @@ import fcntl
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -237,8 +238,10 @@ def apt_ready(arch):
     """apt has the package lists of ARCH's guest (blkctx.sh's
     guest_apt_ready, which setup runs before python3 exists)."""
     darch = common.ARCHES[arch].deb_arch
-    if procs.run(["bash", os.path.join(common.LIB, "blkctx.sh"), "apt-ready", darch],
-                 "guest: apt's %s lists" % darch, procs.progress_seconds()) != 0:
+    # the Failure below is what test counts, not the bash's die too
+    if procs.run(["env", "-u", "BLKCTX_RESULTS", "bash", os.path.join(common.LIB, "blkctx.sh"),
+                  "apt-ready", darch], "guest: apt's %s lists" % darch,
+                 procs.progress_seconds()) != 0:
         raise Failure("guest: apt has no %s package lists (see above)" % darch)
 
 
@@ -273,8 +276,12 @@ def make_initramfs(arch, out, settings, guest_dir=None):
     guest_root.rootfs(arch, guest_dir or GUEST_DIR)
     stage = os.path.join(base, "initramfs.d")
     shutil.rmtree(stage, ignore_errors=True)
+    os.makedirs(stage)
     try:
-        shutil.copytree(os.path.join(base, "root"), stage, symlinks=True)
+        # cp -a keeps the root's hard links (mke2fs and mkfs.ext4 are one file)
+        if procs.run(["cp", "-a", os.path.join(base, "root") + "/.", stage + "/"],
+                     "guest: copying the root", procs.progress_seconds()) != 0:
+            raise Failure("guest: cannot copy the root")
         build_selftests(arch, os.path.join(stage, "kselftest"), wanted, guest_dir=guest_dir)
         write_init(os.path.join(stage, "init"), settings.test_timeout)
         os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -345,6 +352,9 @@ def run_guest(arch, settings, guest_, initrd=None, save=None, echo=True):
     log = os.path.join(common.BUILD, "selftests-%s%s.log" % (arch, guest_.suffix()))
     config = os.path.join(REPO, "qemu_configs", arch + ".py")
     t0 = time.monotonic()
+    # a guest that fails before its boot leaves no earlier boot's log to read
+    if os.path.exists(log):
+        os.unlink(log)
     # plain emulation always: qemu_configs/x86_64.py reads it
     os.environ.pop("BLKCTX_KVM", None)
     try:
@@ -361,11 +371,19 @@ def run_guest(arch, settings, guest_, initrd=None, save=None, echo=True):
                 built_from = f.read().strip()
         except OSError:
             built_from = ""
-        if built_from != common.tree_state():
+        try:
+            state = common.tree_state()
+        except (OSError, subprocess.CalledProcessError):
+            # an unreadable tree has no state: then no kernel matches it
+            state = None
+        if built_from != state:
             return failed_before_boot(arch, "%s was not built from the tree as it is now "
                                       "(tools/blkctx kunit %s builds it)" % (kernel, arch))
     wanted = targets(settings.targets)
-    missing = missing_kconfig(os.path.join(kdir, ".config"), arch, [d for _, d in wanted])
+    try:
+        missing = missing_kconfig(os.path.join(kdir, ".config"), arch, [d for _, d in wanted])
+    except OSError as e:
+        return failed_before_boot(arch, "cannot read the kernel's .config: %s" % e)
     if missing:
         return failed_before_boot(arch, "%s/.config lacks %s (add them to kunitconfig, or "
                                   "qemu_configs/%s.py for one architecture, and run "
@@ -471,7 +489,6 @@ def main(argv, lock=True):
     def body():
         settings = Settings.from_environment()
         if opts.what == "guest":
-            # for bench.sh, which holds the lock
             settings = settings._replace(build=opts.build, targets=opts.targets,
                                          timeout=opts.timeout)
             counts = run_guest(opts.arch, settings, Guest(opts.name, append=opts.append))
@@ -486,4 +503,4 @@ def main(argv, lock=True):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], lock=False))
+    sys.exit(main(sys.argv[1:]))

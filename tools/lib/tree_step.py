@@ -589,6 +589,4 @@ def main(argv, lock=True):
 
 
 if __name__ == "__main__":
-    # run as a script by the bash of a command that holds the cache's lock
-    # (do_prepare in tools/lib/tree.sh); tools/blkctx calls main() itself
-    sys.exit(main(sys.argv[1:], lock=False))
+    sys.exit(main(sys.argv[1:]))

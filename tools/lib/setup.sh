@@ -1,7 +1,6 @@
 # shellcheck shell=bash
-# The host's packages (apt also needs the guests' architectures' lists),
-# and what the bash that is left asks of the kernel tree: its patch files,
-# its state, prepare (tools/lib/tree_step.py) and make.
+# setup: the host's packages, and apt's lists of the guests'
+# architectures. Bash, as it runs where python3 is not installed yet.
 
 # Packages for the host side (build, KUnit, QEMU, checks).
 HOST_PACKAGES="linux-source-6.12 build-essential gcc-arm-linux-gnueabihf
@@ -80,52 +79,4 @@ apt_update() {
 		}
 	done
 	say "warning: apt-get update failed three times; going on with the package lists apt has"
-}
-
-# arch_list [ARCH...]: the architectures given, or all of them.
-arch_list() {
-	if [ $# -gt 0 ]; then
-		echo "$@"
-	else
-		echo "$ARCHES"
-	fi
-}
-
-# Patch files in series order: series/, kunit/, selftests/; the cover letter
-# is not a patch. The list and the digests are tools/lib/common.py's, which
-# the commands written in Python read too.
-patch_files() {
-	python3 -B "$LIB/common.py" files "$REPO"
-}
-
-patches_digest() {
-	python3 -B "$LIB/common.py" digest "$REPO" "$TARBALL"
-}
-
-tgit() { git -C "$TREE" "$@"; }
-# tree_current: the tree exists and was prepared or exported from the patch
-# files as they are now; commits made since in the tree are fine.
-tree_current() {
-	python3 -B "$LIB/common.py" current "$REPO" "$TREE" "$TARBALL" || exit 1
-}
-
-# tree_state: the tree's commit and its uncommitted changes, as a digest; a
-# kernel built from the tree records it, and a guest boots only a kernel
-# whose record matches the tree as it is now.
-tree_state() {
-	python3 -B "$LIB/common.py" state "$TREE"
-}
-
-# do_prepare [--force]: tools/lib/tree_step.py's prepare, for the commands
-# that begin with it (demo, bench, bench-check), which hold the lock.
-do_prepare() {
-	BLKCTX_CACHE=$CACHE run_child python3 -B "$LIB/tree_step.py" prepare "$@" || exit 1
-}
-
-# arch_make_cmd ARCH: make for ARCH in $TREE (common.py's arch_make, which
-# the Python commands use) in ARCH_MAKE, for with_progress.
-arch_make_cmd() {
-	ARCH_MAKE=()
-	mapfile -d '' ARCH_MAKE < <(python3 -B "$LIB/common.py" make "$1" "$TREE")
-	[ ${#ARCH_MAKE[@]} -gt 0 ] || die "unknown architecture $1"
 }
