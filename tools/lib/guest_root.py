@@ -6,7 +6,8 @@
                         a package version or what the root takes changes
 
 Everything lives in GUEST_DIR/ARCH: debs/ (the .deb files, downloaded once
-per version), resolved (the packages, cached while apt's lists do not
+per version), resolved (the packages as apt resolves them for a system of
+the architecture with nothing installed, cached while apt's lists do not
 change), root/ and root.manifest. apt must have the architecture's lists:
 selftests_step.apt_ready sees to that before it runs this.
 """
@@ -14,9 +15,11 @@ selftests_step.apt_ready sees to that before it runs this.
 import glob
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.dont_write_bytecode = True
 
@@ -46,78 +49,28 @@ def output(cmd, cwd=None):
                           stderr=subprocess.DEVNULL, text=True, errors="replace").stdout
 
 
-def strip_versions(deps):
-    """A Depends field as a list: each item its alternatives joined by |,
-    without version constraints, architecture qualifiers and spaces."""
-    out = []
-    depth = 0
-    plain = ""
-    for c in deps:
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth = max(depth - 1, 0)
-        elif not depth:
-            plain += c
-    for item in plain.replace(" ", "").split(","):
-        item = "|".join(name.split(":")[0] for name in item.split("|"))
-        if item:
-            out.append(item)
-    return out
-
-
-def pkg_infos(darch, names):
-    """For each of NAMES with a candidate of architecture DARCH (or all):
-    name -> (version, architecture, dependencies), its Depends and
-    Pre-Depends as strip_versions gives them."""
-    query = []
-    for name in names:
-        query += [name + ":" + darch, name]
-    infos = {}
-    for stanza in output(["apt-cache", "show", "--no-all-versions"] + query).split("\n\n"):
-        fields = {}
-        deps = []
-        for line in stanza.split("\n"):
-            key, _, value = line.partition(":")
-            if key in ("Package", "Version", "Architecture"):
-                fields[key] = value.strip()
-            elif key in ("Depends", "Pre-Depends"):
-                deps += strip_versions(value)
-        name = fields.get("Package")
-        if name and fields.get("Architecture") in (darch, "all") and name not in infos:
-            infos[name] = (fields.get("Version", ""), fields["Architecture"], deps)
-    return infos
+# "Inst NAME (VERSION RELEASE [ARCH])" of apt-get -s; RELEASE may be missing
+INST = re.compile(r"^Inst (\S+) \((\S+) .*\[(\S+)\]\)")
 
 
 def resolve(darch, packages):
-    """Every package PACKAGES need, Depends and Pre-Depends followed (the
-    first alternative that exists), as sorted lines "name version
-    architecture"; one apt-cache call per level of dependencies."""
-    seen = set()
-    record = {}
-    found = []
-    level = list(packages)
-    while level:
-        names = []
-        for group in level:
-            for name in group.split("|"):
-                if name not in seen and name not in record and name not in names:
-                    names.append(name)
-        if names:
-            record.update(pkg_infos(darch, names))
-        following = []
-        for group in level:
-            pick = next((n for n in group.split("|") if n in seen or n in record), None)
-            if pick is None:
-                raise Failure("guest: no %s package provides %s" % (darch, group))
-            if pick in seen:
-                continue
-            seen.add(pick)
-            version, arch, deps = record[pick]
-            found.append("%s %s %s" % (pick, version, arch))
-            following += deps
-        level = following
-    return sorted(found)
+    """Every package PACKAGES need, as apt resolves them from the host's
+    lists for a system of DARCH with nothing installed (an empty dpkg
+    status), as sorted lines "name version architecture"."""
+    with tempfile.NamedTemporaryFile(prefix="blkctx-status.") as status:
+        done = subprocess.run(
+            ["apt-get", "-s", "-q", "--no-install-recommends",
+             "-o", "Dir::State::status=" + status.name, "-o", "Debug::NoLocking=1",
+             "-o", "APT::Architecture=" + darch, "-o", "APT::Architectures=" + darch,
+             "install"] + list(packages),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, errors="replace", check=False)
+    found = sorted(" ".join(m.groups()) for m in map(INST.match, done.stdout.splitlines()) if m)
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if line.startswith("E:")]
+        raise Failure("guest: apt cannot install %s for %s: %s" % (
+            " ".join(packages), darch, "; ".join(errors) or "status %d" % done.returncode))
+    return found
 
 
 def resolved(path, key, darch, resolve=resolve):

@@ -1158,36 +1158,45 @@ sc_apt() {
 	sc_same "apt: no armhf lists after an update dies" "" "$got"
 }
 
-# A failed package resolution is never cached as resolved.
+# The guests' packages as apt resolves them; a failed resolution is never
+# cached as resolved.
 sc_resolve() {
 	local t=$SC_TMP/resolve rc
 	mkdir -p "$t/bin"
-	# a stand-in apt-cache: three packages of armhf, libgcc-s1 for the
-	# first alternative of libc6's; "broken" needs one that is missing or
-	# only of the host's architecture
-	cat >"$t/bin/apt-cache" <<'EOF'
+	# a stand-in apt-get: it resolves only for an empty system of armhf
+	# (an empty dpkg status, armhf the only architecture), and fails for
+	# "broken" as apt does for a dependency it cannot meet
+	cat >"$t/bin/apt-get" <<'EOF'
 #!/bin/sh
+empty=no arch=
 for a; do
 	case $a in
-	busybox:armhf) printf 'Package: busybox\nVersion: 1:1.35.0-4\nArchitecture: armhf\nPre-Depends: libc6 (>= 2.34)\nDescription: x\n multi: line\n\n' ;;
-	libc6:armhf) printf 'Package: libc6\nVersion: 2.36-9\nArchitecture: armhf\nDepends: libgcc-s1:any | libgcc1, busybox\n\n' ;;
-	libgcc-s1) printf 'Package: libgcc-s1\nVersion: 12.2.0-14\nArchitecture: armhf\n\n' ;;
-	broken:armhf) printf 'Package: broken\nVersion: 1\nArchitecture: armhf\nDepends: libnothere | hostonly\n\n' ;;
-	hostonly) printf 'Package: hostonly\nVersion: 1\nArchitecture: amd64\n\n' ;;
+	Dir::State::status=*) [ -s "${a#*=}" ] || empty=yes ;;
+	APT::Architectures=*) arch=${a#*=} ;;
+	broken) echo "E: Unable to correct problems, you have held broken packages." >&2; exit 100 ;;
 	esac
 done
-exit 100
+[ "$empty $arch" = "yes armhf" ] || { echo "E: not an empty armhf system" >&2; exit 100; }
+echo "Inst libc6 (2.36-9 Debian:12.15/oldstable [armhf]) []"
+echo "Inst libgcc-s1 (12.2.0-14 Debian:12.15/oldstable [armhf])"
+echo "Conf libc6 (2.36-9 Debian:12.15/oldstable [armhf])"
+echo "Inst busybox (1:1.35.0-4 Debian:12.15/oldstable [armhf])"
+echo "Inst tzdata (2024a-0+deb12u1 Debian:12.15/oldstable [all])"
 EOF
-	chmod +x "$t/bin/apt-cache"
+	chmod +x "$t/bin/apt-get"
 	rc=$(PATH=$t/bin:$PATH PYTHONPATH=$REPO/tools/lib python3 -B -c 'import common, guest_root
 print(*guest_root.resolve("armhf", ["busybox"]), sep="\n")
-print(common.run_command("guest", lambda: guest_root.resolve("armhf", ["broken"])))' 2>&1 ||
+print(common.run_command("guest", lambda: guest_root.resolve("armhf", ["broken"])))
+print(common.run_command("guest", lambda: guest_root.resolve("amd64", ["busybox"])))' 2>&1 ||
 		echo "status $?")
-	sc_same "guest: packages resolved from apt, dependencies and alternatives followed" \
+	sc_same "guest: packages as apt resolves them for an empty system of the guest's architecture" \
 		"busybox 1:1.35.0-4 armhf
 libc6 2.36-9 armhf
 libgcc-s1 12.2.0-14 armhf
-blkctx: error: guest: no armhf package provides libnothere|hostonly
+tzdata 2024a-0+deb12u1 all
+blkctx: error: guest: apt cannot install broken for armhf: E: Unable to correct problems, you have held broken packages.
+1
+blkctx: error: guest: apt cannot install busybox for amd64: E: not an empty armhf system
 1" "$rc"
 	rc=$(PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, common, guest_root
 def fails(darch, debs):
