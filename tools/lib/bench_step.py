@@ -576,6 +576,33 @@ def hot_and_cold(path):
         f.write("\n".join(lines) + "\n")
 
 
+# ftlreplay's cases on logs of the FTL KUnit suite's geometry: name, what
+# its output holds, --count-to (ftl-hot-cold.log: the whole log),
+# --placement, the log (canned in tools/selfcheck/, or hot-cold, made). The
+# past cannot tell that the two-lifetimes log's final rewrite is final: it
+# splits it by the age of the data replaced (two streams) and still moves
+# pages.
+REPLAY_CASES = [
+    ("the logged contexts give the FTL suite's counts",
+     "placement=logged host_pages=600 nand_pages=732 gc_moved=132 erases=66 waf=1.220",
+     "403", "logged", "two-lifetimes"),
+    ("placement by true lifetime moves nothing",
+     "placement=future host_pages=600 nand_pages=600 gc_moved=0",
+     "403", "future", "two-lifetimes"),
+    ("placement learned from the past is not future knowledge",
+     "placement=past host_pages=600 nand_pages=736 gc_moved=136",
+     "403", "past", "two-lifetimes"),
+    ("a log with a hole is refused", "the log has no command 17",
+     "403", "logged", "gap"),
+    ("hot and cold pages in one stream: GC moves the cold ones",
+     "placement=logged host_pages=1160 nand_pages=1476 gc_moved=316",
+     "1160", "logged", "hot-cold"),
+    ("placement learned from replaced data's lifetime separates them",
+     "placement=past host_pages=1160 nand_pages=1160 gc_moved=0",
+     "1160", "past", "hot-cold"),
+]
+
+
 def replay_cases(cases):
     """On the host, ftlreplay built from the tree's FTL replays canned logs
     of the geometry of the FTL's KUnit suite: with the logged contexts it
@@ -593,31 +620,15 @@ def replay_cases(cases):
                   os.path.join(host, "mmc_emu_ftl.c")], "bench-check: ftlreplay",
                  procs.progress_seconds()) != 0:
         raise Failure("bench-check: ftlreplay does not build against the tree's FTL")
-    tiny = ["--sectors", "400", "--page-bytes", "512", "--block-bytes", "2048",
-            "--op-percent", "18", "--from", "0", "--count-from", "0", "--count-to"]
-    two = os.path.join(canned, "ftl-two-lifetimes.log")
-    cases.replay("the logged contexts give the FTL suite's counts",
-                 "placement=logged host_pages=600 nand_pages=732 gc_moved=132 erases=66 waf=1.220",
-                 tiny + ["403", "--placement", "logged", two])
-    cases.replay("placement by true lifetime moves nothing",
-                 "placement=future host_pages=600 nand_pages=600 gc_moved=0",
-                 tiny + ["403", "--placement", "future", two])
-    # the past cannot tell that the final rewrite is final: it splits it by
-    # the age of the data replaced (two streams) and still moves pages
-    cases.replay("placement learned from the past is not future knowledge",
-                 "placement=past host_pages=600 nand_pages=736 gc_moved=136",
-                 tiny + ["403", "--placement", "past", two])
-    cases.replay("a log with a hole is refused", "the log has no command 17",
-                 tiny + ["403", "--placement", "logged", os.path.join(canned, "ftl-gap.log")])
-    hot_cold = os.path.join(common.BUILD, "ftl-hot-cold.log")
-    hot_and_cold(hot_cold)
-    # --count-to: the whole log
-    cases.replay("hot and cold pages in one stream: GC moves the cold ones",
-                 "placement=logged host_pages=1160 nand_pages=1476 gc_moved=316",
-                 tiny + ["1160", "--placement", "logged", hot_cold])
-    cases.replay("placement learned from replaced data's lifetime separates them",
-                 "placement=past host_pages=1160 nand_pages=1160 gc_moved=0",
-                 tiny + ["1160", "--placement", "past", hot_cold])
+    logs = {"two-lifetimes": os.path.join(canned, "ftl-two-lifetimes.log"),
+            "gap": os.path.join(canned, "ftl-gap.log"),
+            "hot-cold": os.path.join(common.BUILD, "ftl-hot-cold.log")}
+    hot_and_cold(logs["hot-cold"])
+    for name, want, count_to, placement, log in REPLAY_CASES:
+        cases.replay(name, want, ["--sectors", "400", "--page-bytes", "512", "--block-bytes",
+                                  "2048", "--op-percent", "18", "--from", "0", "--count-from",
+                                  "0", "--count-to", count_to, "--placement", placement,
+                                  logs[log]])
 
 
 PHONE_FILLED = re.compile(r"ctxbench: phone: .*caches_dropped=[1-9][0-9]* .*photos_deleted=[1-9]")
