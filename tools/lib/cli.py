@@ -243,6 +243,7 @@ BENCH_SETTINGS = (
     ("BLKCTX_BENCH_VOLUME", r"[0-9]+(\.[0-9])?", "card sizes like 2 or 2.5"),
     ("BLKCTX_BENCH_DISCARD", r"[01](,[01])*", "1, 0 or 1,0"),
     ("BLKCTX_BENCH_MAIN", r"[01]", "1 or 0"),
+    ("BLKCTX_BENCH_REPEAT", r"[1-9][0-9]*", "a whole number of runs, 1 or more"),
     ("BLKCTX_BENCH_SEEDS", r"[1-9][0-9]*(,[1-9][0-9]*)*", "seeds like 1,2,3"),
     ("BLKCTX_BENCH_GEOMETRIES", r"[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*",
      "erase block KiB:spare percent pairs like 256:14,128:7"),

@@ -19,6 +19,7 @@ from typing import Dict, List, NamedTuple
 sys.dont_write_bytecode = True
 
 # after the line above: procs imports nothing that writes bytecode
+import procs  # noqa: E402
 from procs import SIGNALS, Interrupted, say  # noqa: E402
 
 LIB = os.path.dirname(os.path.abspath(__file__))
@@ -106,6 +107,14 @@ def fail(text):
     the test that runs this step."""
     say("error: " + text)
     report("die", 0, 1, 0)
+
+
+def run_setup(who):
+    """tools/blkctx setup (blkctx.sh: it runs before python3 exists), for
+    the commands that begin with it; its failure is WHO's, counted once."""
+    if procs.run(["env", "-u", "BLKCTX_RESULTS", "bash", os.path.join(LIB, "blkctx.sh"),
+                  "setup"], who + ": setup", procs.progress_seconds()) != 0:
+        raise Failure(who + ": setup failed (see above)")
 
 
 def show_log_end(log, lines=20):

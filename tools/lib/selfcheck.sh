@@ -988,6 +988,16 @@ print("status", common.run_command("guest", lambda: selftests_step.apt_ready("ar
 blkctx: error: guest: apt has no armhf package lists (see above)
 status 1
 reported: die 0 1 0" "$rc"
+	: >"$t/apt-results"
+	rc=$(BLKCTX_RESULTS=$t/apt-results PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, common
+common.LIB = sys.argv[1]
+print("status", common.run_command("demo", lambda: common.run_setup("demo")))' \
+		"$t/lib" 2>&1; echo "reported: $(paste -sd, "$t/apt-results")")
+	sc_same "demo, bench: a setup that fails is one failure reported" \
+		"setup
+blkctx: error: demo: setup failed (see above)
+status 1
+reported: die 0 1 0" "$rc"
 }
 
 # Every Python command that uses the tree refuses one that series/, kunit/
@@ -1374,6 +1384,7 @@ CASES
 0 BLKCTX_PROGRESS_SECONDS= kunit
 0 BLKCTX_GUEST_TIMEOUT=30 selftests
 2 BLKCTX_BENCH_MAIN=2 bench
+2 BLKCTX_BENCH_REPEAT=2.5 bench
 2 BLKCTX_BENCH_SEEDS=0,1 bench
 2 BLKCTX_BENCH_WARMUP=1.25 bench
 2 BLKCTX_BENCH_GEOMETRIES=256 bench
@@ -1869,6 +1880,26 @@ print(cases.passed, cases.failed)' "$line" 2>/dev/null || echo "status $?"
 	done | paste -sd' ')
 	sc_same "bench-check: the guest's runs (canned: no phone; all; a replay that differs; no inode)" \
 		"2 3 5 0 4 1 3 2" "$rc"
+	# the command: what it reports to test (each failed case once) and its
+	# status, the replays and the guest stood in for
+	rc=$(for line in "$t/full.log" "$d/bench-console.log"; do
+		: >"$t/results"
+		BLKCTX_RESULTS=$t/results PYTHONPATH=$REPO/tools/lib python3 -B -c 'import sys, bench_step
+bench_step.setup_and_prepare = lambda: None
+bench_step.kunit_step.build = lambda arch, who: None
+def replays(cases):
+    cases.case(True, "a replay", "")
+    cases.case(False, "", "a replay")
+bench_step.replay_cases = replays
+bench_step.Bench.guest = lambda *args, **kwargs: sys.argv[1]
+print("status", bench_step.main(["bench-check"], lock=False))' "$line" 2>/dev/null || echo "status $?"
+		paste -sd, "$t/results"
+	done)
+	sc_same "bench-check: each failed case counted once, the status" \
+		"status 1
+bench-check-replay 1 1 0,bench-check 5 0 0
+status 1
+bench-check-replay 1 1 0,bench-check 2 3 0" "$rc"
 }
 
 do_selfcheck() {

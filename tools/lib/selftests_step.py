@@ -451,9 +451,7 @@ DEMO_LINE = re.compile(r"^    (ctxdemo: .*|file  .*|[a-z]*\.[a-z0-9]* +[0-9].*)$
 def command_demo(settings):
     """Boot the patched kernel with the emulated eMMC, make ext4, write
     files and show, from the card's log, which context each landed in."""
-    if procs.run(["bash", os.path.join(common.LIB, "blkctx.sh"), "setup"], "demo: setup",
-                 procs.progress_seconds()) != 0:
-        raise Failure("demo: setup failed (see above)")
+    common.run_setup("demo")
     tree_step.Tree().prepare()
     kunit_step.build("x86_64", "demo")
     settings = settings._replace(targets="demo=" + os.path.join(REPO, "tools/guest/demo"))
