@@ -14,13 +14,15 @@ LIB=$REPO/tools/lib
 CACHE=$(realpath -m "${BLKCTX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/blkctx}")
 TREE=$CACHE/linux
 BUILD=$CACHE/build
-# The architectures (tools/lib/arches, which cli.py reads too) and the
-# Debian architecture of each one's guest, whose package lists setup gets.
+# The architectures (tools/lib/arches, which cli.py reads too): each one's
+# cross compiler prefix and the Debian architecture of its guest, whose
+# packages and package lists setup gets.
 ARCHES=""
-declare -A guest_deb_arch=()
+declare -A arch_cc=() guest_deb_arch=()
 while read -r _name _linux _cc _deb _rest; do
 	case $_name in "" | "#"*) continue ;; esac
 	ARCHES+="${ARCHES:+ }$_name"
+	arch_cc[$_name]=${_cc#-}
 	guest_deb_arch[$_name]=$_deb
 done <"$REPO/tools/lib/arches"
 unset _name _linux _cc _deb _rest

@@ -6,8 +6,10 @@ alone, and no patch adds a W=1 or sparse warning.
   build-each [--llvm] [ARCH]  build the tree at every patch of the series
                               (default: x86_64), with the KUnit .config made
                               afresh at each; --llvm builds with LLVM=1
-  warnings [ARCH...]          W=1 and sparse on every C file the series
-                              touches, pristine and patched (default: all)
+  warnings [ARCH...]          W=1 with gcc and with clang, and sparse, on
+                              every C file the series touches, pristine and
+                              patched; no call to a 64-bit division helper
+                              the kernel lacks (default: all)
 """
 
 import argparse
@@ -140,11 +142,11 @@ def command_build_each(arch, llvm):
 # They compile into pahole's builds, whose KCFLAGS stays -g so that the
 # objects still serve pahole.
 
-def warning_build(arch, tree, out, log, objects, make=common.arch_make):
-    """Compile OBJECTS of TREE afresh into OUT with W=1 and sparse, make's
-    output in LOG; make's status. The objects of files TREE does not have
-    (the series adds them) are left out: they have no pristine warnings to
-    compare with."""
+def warning_build(arch, tree, out, log, objects, make=common.arch_make, llvm=False):
+    """Compile OBJECTS of TREE afresh into OUT with W=1 and sparse (with
+    LLVM: clang, without sparse), make's output in LOG; make's status. The
+    objects of files TREE does not have (the series adds them) are left
+    out: they have no pristine warnings to compare with."""
     objects = [o for o in objects if os.path.isfile(os.path.join(tree, o[:-2] + ".c"))]
     with open(log, "w") as f:
         if not objects:
@@ -157,10 +159,11 @@ def warning_build(arch, tree, out, log, objects, make=common.arch_make):
             except FileNotFoundError:
                 pass
         # -k: one object that fails must not hide the others' warnings
-        cmd = make(arch, tree) + [
-            "O=" + out, "CC=ccache %sgcc" % common.ARCHES[arch].cross_compile,
-            "KCFLAGS=-g", "W=1", "C=2", "CHECK=sparse", "-k"] + objects + ["-j" + common.JOBS]
-        return procs.run(cmd, "warnings: %s build" % arch, procs.progress_seconds(), out=f)
+        checks = [] if llvm else ["C=2", "CHECK=sparse"]
+        cmd = make(arch, tree) + ["O=" + out] + pahole_step.compiler(arch, llvm) + [
+            "KCFLAGS=-g", "W=1"] + checks + ["-k"] + objects + ["-j" + common.JOBS]
+        return procs.run(cmd, "warnings: %s %s build" % (arch, "clang" if llvm else "gcc"),
+                         procs.progress_seconds(), out=f)
 
 
 MISSING_TOOL = re.compile(r"(: not found|command not found)$|Error 127")
@@ -206,47 +209,81 @@ def touched_objects(arch):
     return [f[:-2] + ".o" for f in files if os.path.isfile(os.path.join(kunit, f[:-2] + ".o"))]
 
 
-def warnings_arch(arch):
-    """One architecture's verdict: its line, and whether it passed."""
+# libgcc's 64-bit division helpers, which the kernel does not link: a
+# "u64 % n" that gcc turns into shifts may become one of these with clang
+# (arm32), and then vmlinux does not link
+DIVISION_HELPERS = ("__aeabi_uldivmod", "__aeabi_ldivmod", "__udivdi3", "__divdi3",
+                    "__umoddi3", "__moddi3")
+
+
+def division_helpers(arch, out, objects):
+    """The calls of OBJECTS built in OUT to DIVISION_HELPERS, as
+    "object: symbol"; a Failure when nm cannot read one."""
+    found = []
+    for obj in objects:
+        run = subprocess.run([common.ARCHES[arch].cross_compile + "nm", "-u",
+                              os.path.join(out, obj)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             errors="replace")
+        if run.returncode != 0:
+            raise Failure("warnings: nm cannot read %s: %s" % (obj, run.stderr.strip()))
+        found += ["%s: %s" % (obj, line.split()[-1]) for line in run.stdout.splitlines()
+                  if line.split() and line.split()[-1] in DIVISION_HELPERS]
+    return found
+
+
+def warnings_arch(arch, llvm=False):
+    """One architecture's verdict with one compiler: its line, and whether
+    it passed."""
+    name = "%s %s" % (arch, "clang" if llvm else "gcc")
     if not os.path.isfile(os.path.join(kunit_step.build_dir(arch), "vmlinux")):
         return ("warnings: %s: no KUnit build to tell which files are built "
-                "(run tools/blkctx kunit %s): FAILED" % (arch, arch)), False
-    pahole_step.ready(arch)
+                "(run tools/blkctx kunit %s): FAILED" % (name, arch)), False
+    pahole_step.ready(arch, llvm)
     objects = touched_objects(arch)
     if not objects:
         return ("warnings: %s: the KUnit build has no object of a file the series "
-                "touches: FAILED" % arch), False
+                "touches: FAILED" % name), False
     directory = os.path.join(common.BUILD, "warnings-" + arch)
     os.makedirs(directory, exist_ok=True)
-    say("warnings: %s: compiling %d objects with W=1 and sparse, pristine and patched "
-        "(logs in %s)" % (arch, len(objects), directory))
+    what = "W=1" if llvm else "W=1 and sparse"
+    say("warnings: %s: compiling %d objects with %s, pristine and patched (logs in %s)" % (
+        name, len(objects), what, directory))
     sides = (("pristine", pahole_step.pristine_worktree()), ("patched", common.TREE))
+    logs = {side: os.path.join(directory, "%s%s.log" % (side, "-clang" if llvm else ""))
+            for side, _ in sides}
     for side, tree in sides:
-        log = os.path.join(directory, side + ".log")
-        status = warning_build(arch, tree, os.path.join(common.BUILD, "pahole-%s-%s" % (
-            side, arch)), log, objects)
-        why = warning_broken(log, status)
+        status = warning_build(arch, tree, pahole_step.build_dir(side, arch, llvm), logs[side],
+                               objects, llvm=llvm)
+        why = warning_broken(logs[side], status)
         if why:
-            common.show_log_end(log)
-            return "warnings: %s: the %s build failed: %s: FAILED" % (arch, side, why), False
-    pristine, patched = (set(warning_lines(tree, os.path.join(directory, side + ".log")))
-                         for side, tree in sides)
+            common.show_log_end(logs[side])
+            return "warnings: %s: the %s build failed: %s: FAILED" % (name, side, why), False
+    pristine, patched = (set(warning_lines(tree, logs[side])) for side, tree in sides)
     new = sorted(patched - pristine)
     if new:
-        return "warnings: %s: new W=1 or sparse warnings:\n%s" % (
-            arch, "\n".join("    " + line for line in new)), False
-    return "warnings: %s: no new W=1 or sparse warnings in %s" % (arch, " ".join(objects)), True
+        return "warnings: %s: new %s warnings:\n%s" % (
+            name, what, "\n".join("    " + line for line in new)), False
+    calls = division_helpers(arch, pahole_step.build_dir("patched", arch, llvm), objects)
+    if calls:
+        return ("warnings: %s: calls to 64-bit division helpers the kernel does not have "
+                "(use div_u64() and friends):\n%s" % (
+                    name, "\n".join("    " + line for line in calls))), False
+    return "warnings: %s: no new %s warnings, no 64-bit division helper, in %s" % (
+        name, what, " ".join(objects)), True
 
 
 def command_warnings(arches):
-    if not shutil.which("sparse"):
-        raise Failure("sparse not found: run tools/blkctx setup")
+    missing = [tool for tool in ("sparse",) + LLVM_TOOLS if not shutil.which(tool)]
+    if missing:
+        raise Failure("%s not found: run tools/blkctx setup" % ", ".join(missing))
     common.tree_current()
     ok = True
     for arch in arches or list(common.ARCHES):
-        line, passed = warnings_arch(arch)
-        print(line, flush=True)
-        ok = ok and passed
+        for llvm in (False, True):
+            line, passed = warnings_arch(arch, llvm)
+            print(line, flush=True)
+            ok = ok and passed
     return 0 if ok else 1
 
 

@@ -37,7 +37,9 @@ COMMANDS = {
     "prepare": """make the kernel tree: pristine 6.12 plus one commit per patch
 in $BLKCTX_CACHE/linux; it refuses to drop commits that are not exported
 (--force drops them)""",
-    "export": "write the tree's commits back into series/, kunit/, selftests/",
+    "export": """write the tree's commits back into series/, kunit/, selftests/
+it refuses when those files changed since the tree took them (--force
+replaces them with the tree's commits all the same)""",
     "patches": "list the patch files in the order git am takes them",
     "reorder": "squash fixup! commits, order commits series, kunit, selftests",
     "kunit": f"run every KUnit suite with kunit.py (default: {ARCH_LIST})",
@@ -191,6 +193,10 @@ def add_arguments(command, parser):
     if command == "prepare":
         parser.add_argument("--force", action="store_true",
                             help="drop commits of the tree that are not exported")
+        return lambda args: ["--force"] if args.force else []
+    if command == "export":
+        parser.add_argument("--force", action="store_true",
+                            help="overwrite files changed since the tree took them")
         return lambda args: ["--force"] if args.force else []
     if command in ("kunit", "selftests", "pahole", "warnings"):
         parser.add_argument("arch", nargs="*", type=common.arch_name, metavar="ARCH",

@@ -30,10 +30,20 @@ OBJECTS = ["block/bio.o", "block/blk-mq.o"]
 STRUCTS = ["bio", "request"]
 
 
-def build(arch, tree, out, stamp):
+def compiler(arch, llvm):
+    """make's arguments for gcc (ARCH's cross compiler), or for clang and
+    the LLVM tools with LLVM."""
+    if llvm:
+        return ["LLVM=1", "CC=ccache clang"]
+    return ["CC=ccache %sgcc" % common.ARCHES[arch].cross_compile]
+
+
+def build(arch, tree, out, stamp, llvm=False):
     """The objects of TREE in OUT, unless OUT holds them built from STAMP
-    (a commit) with the KUnit .config as it is now."""
+    (a commit) with the KUnit .config as it is now (and clang with LLVM)."""
     os.makedirs(out, exist_ok=True)
+    if llvm:
+        stamp += " llvm"
     want = os.path.join(out, ".config.want")
     kunit_step.config(arch, want)
     # a changed kunitconfig changes both builds: never compare stale objects
@@ -51,11 +61,11 @@ def build(arch, tree, out, stamp):
     config = os.path.join(out, ".config")
     os.replace(want, config)
     log = os.path.join(out, "build.log")
-    cmd = common.arch_make(arch, tree) + [
-        "O=" + out, "CC=ccache %sgcc" % common.ARCHES[arch].cross_compile,
+    cmd = common.arch_make(arch, tree) + ["O=" + out] + compiler(arch, llvm) + [
         "KCFLAGS=-g", "olddefconfig", "prepare"] + OBJECTS + ["-j" + common.JOBS]
     with open(log, "w") as f:
-        status = procs.run(cmd, "pahole: %s build" % arch, procs.progress_seconds(), out=f,
+        status = procs.run(cmd, "%s: %s build" % ("clang" if llvm else "pahole", arch),
+                           procs.progress_seconds(), out=f,
                            detail=lambda: procs.objects_since(out, config))
     if status != 0:
         common.show_log_end(log)
@@ -84,14 +94,20 @@ def pristine_worktree():
     return os.path.join(common.CACHE, "pristine-wt")
 
 
-def ready(arch):
+def build_dir(side, arch, llvm=False):
+    """Where the SIDE (pristine or patched) build of ARCH goes: pahole's
+    with gcc, the warnings' clang builds beside them."""
+    return os.path.join(common.BUILD, "%s-%s-%s" % ("clang" if llvm else "pahole", side, arch))
+
+
+def ready(arch, llvm=False):
     """Both builds of ARCH, the pristine one in a worktree of its own."""
     worktree = pristine_worktree()
     pristine = common.git_text(common.TREE, "rev-parse", "pristine")
     common.worktree(worktree, "pristine", head=pristine)
-    build(arch, worktree, os.path.join(common.BUILD, "pahole-pristine-" + arch), pristine)
-    build(arch, common.TREE, os.path.join(common.BUILD, "pahole-patched-" + arch),
-          common.git_text(common.TREE, "rev-parse", "HEAD"))
+    build(arch, worktree, build_dir("pristine", arch, llvm), pristine, llvm)
+    build(arch, common.TREE, build_dir("patched", arch, llvm),
+          common.git_text(common.TREE, "rev-parse", "HEAD"), llvm)
 
 
 def compare(arch, struct, pristine, patched):

@@ -645,12 +645,42 @@ for log in ("1.log", "2.log"):
 print(*build_step.warning_lines(sys.argv[1] + "/tree", sys.argv[1] + "/2.log"), sep="\n")' "$t")
 	sc_same "warnings: a second run sees the W=1 warning again, of files both trees have" \
 		"block/bio.c: warning: no previous prototype [-Wmissing-prototypes]" "$rc"
-	rc=$(sc_build_step 'import shutil
-shutil.which = lambda name: None
-print("status", build_step.main(["warnings", "x86_64"], lock=False))')
-	sc_same "warnings: without sparse it fails, saying why" \
+	rc=$(for tool in sparse clang; do
+		sc_build_step 'import shutil
+shutil.which = lambda name: None if name == sys.argv[1] else "/usr/bin/" + name
+print("status", build_step.main(["warnings", "x86_64"], lock=False))' "$tool"
+	done)
+	sc_same "warnings: without sparse or clang it fails, saying why" \
 		"blkctx: error: sparse not found: run tools/blkctx setup
+status 1
+blkctx: error: clang not found: run tools/blkctx setup
 status 1" "$rc"
+	# the compilers: gcc with sparse, clang with the LLVM tools and without
+	rc=$(sc_build_step 'make = lambda arch, tree: ["echo", "make"]
+for arch in ("x86_64", "arm"):
+    for llvm in (False, True):
+        build_step.warning_build(arch, sys.argv[1] + "/tree", "/o", sys.argv[1] + "/cc.log",
+                                 ["block/bio.o"], make, llvm)
+        print(open(sys.argv[1] + "/cc.log").read().split(" -k ")[0])' "$t")
+	sc_same "warnings: gcc with sparse, clang without, for each architecture" \
+		"make O=/o CC=ccache gcc KCFLAGS=-g W=1 C=2 CHECK=sparse
+make O=/o LLVM=1 CC=ccache clang KCFLAGS=-g W=1
+make O=/o CC=ccache arm-linux-gnueabihf-gcc KCFLAGS=-g W=1 C=2 CHECK=sparse
+make O=/o LLVM=1 CC=ccache clang KCFLAGS=-g W=1" "$rc"
+	# a u64 % u64 that arm32 leaves to libgcc: the kernel has no such helper
+	printf 'unsigned long long f(unsigned long long a, unsigned long long b) { return a %% b; }\n' \
+		>"$t/div.c"
+	printf 'unsigned int g(unsigned int a) { return a / 3; }\n' >"$t/nodiv.c"
+	rc=$(for f in div nodiv; do
+		arm-linux-gnueabihf-gcc -O2 -c -o "$t/out/$f.o" "$t/$f.c" || echo "cannot compile $f.c"
+	done
+	sc_build_step 'print(*build_step.division_helpers("arm", sys.argv[1], ["div.o", "nodiv.o"]))
+print(build_step.common.run_command("w", lambda: build_step.division_helpers("arm", sys.argv[1], ["none.o"])))' \
+		"$t/out" 2>&1 | sed 's/: nm cannot read .*/: nm cannot read none.o/')
+	sc_same "warnings: a call to a 64-bit division helper is found; an object nm cannot read fails" \
+		"div.o: __aeabi_uldivmod
+blkctx: error: warnings: nm cannot read none.o
+1" "$rc"
 }
 
 # build-each: the kunitconfig lines whose symbol a commit has must hold.
@@ -1063,6 +1093,7 @@ sc_export() {
 		(
 			[ $mode = plain ] || export HOME=$t/home
 			sc_tree_step "$t" 'import os, shutil
+tree.record()
 if run(tree.export):
     sys.exit(1)
 shutil.copytree(tree.repo + "/series", sys.argv[2] + "/series")
@@ -1087,7 +1118,8 @@ sys.exit(run(tree.mail, sys.argv[2] + "/mail", "Mail Tester <tester@example.org>
 		sc_result "export and mail: the same bytes under a personal git config" 1 \
 			"$(cat "$t"/*.failed 2>/dev/null; diff -r "$t/plain" "$t/personal" 2>&1 | head -20)"
 	fi
-	# what export and mail refuse: the files changed but not the tree, a
+	# what export and mail refuse: the files changed but not the tree (export
+	# unless forced), a
 	# commit not exported, uncommitted changes, groups out of order; then
 	# reorder folds the fixup and orders the groups, and export takes it
 	rc=$(sc_tree_step "$t" 'import subprocess
@@ -1100,7 +1132,8 @@ def commit(subject, name="a.c"):
 with open(tree_step.common.patch_files(tree.repo)[0], "a") as f:
     f.write("\n")
 print("stale files", run(tree.mail, sys.argv[2] + "/1", sender))
-run(tree.export)
+print("stale files", run(tree.export))
+print("forced", run(tree.export, True))
 commit("mmc: a later change", "l.c")
 print("not exported", run(tree.mail, sys.argv[2] + "/2", sender))
 with open(tree.tree + "/a.c", "a") as f:
@@ -1121,7 +1154,10 @@ print("export", run(tree.export), *(p.split("/")[-2] for p in tree_step.common.p
 	sc_same "export and mail: what they refuse" \
 		"blkctx: error: series/, kunit/ or selftests/ changed since T/cache/linux was prepared or exported: run tools/blkctx prepare to apply them (it refuses while the tree has commits that are not exported; export those first)
 stale files 1
+blkctx: error: series/, kunit/ or selftests/ changed since T/cache/linux was prepared or exported: export would overwrite that change; run tools/blkctx prepare to apply the files (it refuses while the tree has commits that are not exported), or export --force to replace the files with the tree's commits
+stale files 1
 blkctx: export: 1 patches written into series/, kunit/, selftests/
+forced 0
 blkctx: error: T/cache/linux has work that is not in series/, kunit/, selftests/: commit it and run tools/blkctx export first
 not exported 1
 blkctx: error: T/cache/linux has uncommitted changes: commit them first
@@ -1428,6 +1464,8 @@ usage: tools/blkctx COMMAND [ARGS]   (tools/blkctx COMMAND --help)" \
 	# one table of the architectures, read by both sides
 	sc_same "front door: cli.py and blkctx.sh know the same architectures" "$ARCHES" \
 		"$(sc_py_cli 'print(*cli.ARCHES)')"
+	sc_same "setup: the cross compilers of tools/lib/arches" \
+		"gcc-arm-linux-gnueabihf binutils-arm-linux-gnueabihf libc6-dev-armhf-cross" "$(arch_packages)"
 }
 
 # Where python3 is not installed yet (tools/blkctx runs blkctx.sh's
@@ -1498,6 +1536,7 @@ sc_mail() {
 	sc_tree "$t"
 	rc=$(sc_tree_step "$t" 'import glob, os, shutil, subprocess
 sender = "Mail Tester <tester@example.org>"
+tree.record()
 def lines(pattern, *prefixes):
     for path in sorted(glob.glob(pattern)):
         for line in open(path).read().splitlines():

@@ -2,16 +2,16 @@
 # setup: the host's packages, and apt's lists of the guests'
 # architectures. Bash, as it runs where python3 is not installed yet.
 
-# Packages for the host side (build, KUnit, QEMU, checks).
-HOST_PACKAGES="linux-source-6.12 build-essential gcc-arm-linux-gnueabihf
-	binutils-arm-linux-gnueabihf flex bison bc libelf-dev libssl-dev cpio
+# Packages for the host side (build, KUnit, QEMU, checks); the cross
+# compilers come from tools/lib/arches (arch_packages).
+HOST_PACKAGES="linux-source-6.12 build-essential flex bison bc libelf-dev libssl-dev cpio
 	xz-utils rsync kmod ccache dwarves sparse python3 python3-ply python3-git perl git
-	qemu-system-x86 qemu-system-arm shellcheck b4"
+	qemu-system-x86 qemu-system-arm shellcheck b4 clang lld llvm"
 
 do_setup() {
 	local missing=() p
 	# shellcheck disable=SC2046,SC2086 # lists of words
-	for p in $(printf '%s\n' $HOST_PACKAGES $(guest_packages) | sort -u); do
+	for p in $(printf '%s\n' $HOST_PACKAGES $(guest_packages) $(arch_packages) | sort -u); do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'ok installed' >/dev/null ||
 			missing+=("$p")
 	done
@@ -31,8 +31,17 @@ do_setup() {
 # The host packages the guests need, to merge into HOST_PACKAGES.
 guest_packages() {
 	echo qemu-system-x86 qemu-system-arm qemu-system-data cpio gzip \
-		gcc libc6-dev gcc-arm-linux-gnueabihf libc6-dev-armhf-cross \
-		binutils rsync make
+		gcc libc6-dev binutils rsync make
+}
+
+# arch_packages: each cross-compiled architecture's compiler, binutils and
+# C library (its static selftests), named after its prefix in tools/lib/arches.
+arch_packages() {
+	local arch cc
+	for arch in $ARCHES; do
+		cc=${arch_cc[$arch]%-}
+		[ -z "$cc" ] || echo "gcc-$cc binutils-$cc libc6-dev-${guest_deb_arch[$arch]}-cross"
+	done
 }
 
 # dpkg must know armhf for apt to find the packages of the arm guest.

@@ -264,8 +264,17 @@ class Tree:
         if not os.path.isdir(os.path.join(self.tree, ".git")):
             raise Failure("no tree: run tools/blkctx prepare")
 
-    def export(self):
+    def export(self, force=False):
         self.require()
+        # files changed since the tree took them (edited, or pulled) would
+        # be overwritten by commits that do not have the change
+        if not force and self.read_dot_git("blkctx-applied") != common.patches_digest(
+                self.repo, self.tarball):
+            raise Failure("series/, kunit/ or selftests/ changed since %s was prepared or "
+                          "exported: export would overwrite that change; run tools/blkctx "
+                          "prepare to apply the files (it refuses while the tree has commits "
+                          "that are not exported), or export --force to replace the files "
+                          "with the tree's commits" % self.tree)
         if self.git("status", "--porcelain", "--untracked-files=no"):
             raise Failure("%s has uncommitted changes: commit them first" % self.tree)
         dirs = []
@@ -546,7 +555,7 @@ def main(argv, lock=True):
     parser = argparse.ArgumentParser(prog="tree_step.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
     sub.add_parser("prepare").add_argument("--force", action="store_true")
-    sub.add_parser("export")
+    sub.add_parser("export").add_argument("--force", action="store_true")
     sub.add_parser("reorder")
     p = sub.add_parser("mail")
     p.add_argument("--reroll", type=int, default=1)
@@ -571,7 +580,7 @@ def main(argv, lock=True):
         if opts.what == "prepare":
             tree.prepare(opts.force)
         elif opts.what == "export":
-            tree.export()
+            tree.export(opts.force)
         elif opts.what == "reorder":
             tree.reorder()
         elif opts.what == "mail":
