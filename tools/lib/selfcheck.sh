@@ -681,6 +681,45 @@ print(build_step.common.run_command("w", lambda: build_step.division_helpers("ar
 		"div.o: __aeabi_uldivmod
 blkctx: error: warnings: nm cannot read none.o
 1" "$rc"
+	# one architecture's verdict with each compiler: the builds stood in for
+	# (no warning), the objects those of above
+	mkdir -p "$t/build/kunit-arm"
+	: >"$t/build/kunit-arm/vmlinux"
+	rc=$(sc_build_step 'import os
+build_step.kunit_step.build_dir = lambda arch: sys.argv[1] + "/build/kunit-" + arch
+build_step.pahole_step.ready = lambda arch, llvm=False: None
+build_step.pahole_step.build_dir = lambda side, arch, llvm=False: sys.argv[1] + "/out"
+build_step.pahole_step.pristine_worktree = lambda: "/pristine"
+build_step.common.BUILD = sys.argv[1] + "/build"
+def warning_build(arch, tree, out, log, objects, llvm=False):
+    open(log, "w").close()
+    return 0
+build_step.warning_build = warning_build
+for objects in (["nodiv.o"], ["nodiv.o", "div.o"]):
+    build_step.touched_objects = lambda arch: objects
+    for llvm in (False, True):
+        print(*build_step.warnings_arch("arm", llvm))' "$t" | grep -v '^blkctx: warnings: arm')
+	sc_same "warnings: a call to a 64-bit division helper fails the architecture, with either compiler" \
+		"warnings: arm gcc: no new W=1 and sparse warnings, no 64-bit division helper, in nodiv.o True
+warnings: arm clang: no new W=1 warnings, no 64-bit division helper, in nodiv.o True
+warnings: arm gcc: calls to 64-bit division helpers the kernel does not have (use div_u64() and friends):
+    div.o: __aeabi_uldivmod False
+warnings: arm clang: calls to 64-bit division helpers the kernel does not have (use div_u64() and friends):
+    div.o: __aeabi_uldivmod False" "$rc"
+	# the command: each architecture with gcc and with clang, failed when one is
+	rc=$(sc_build_step 'import shutil
+shutil.which = lambda name: "/usr/bin/" + name
+build_step.common.tree_current = lambda: None
+def verdict(arch, llvm=False):
+    return "%s %s" % (arch, "clang" if llvm else "gcc"), not (arch == "arm" and llvm)
+build_step.warnings_arch = verdict
+print("status", build_step.command_warnings([]))')
+	sc_same "warnings: every architecture with gcc and with clang" \
+		"x86_64 gcc
+x86_64 clang
+arm gcc
+arm clang
+status 1" "$rc"
 }
 
 # build-each: the kunitconfig lines whose symbol a commit has must hold.
