@@ -51,7 +51,7 @@ sc_shellcheck() {
 	# (SC2030, SC2031)
 	rc=0
 	out=$(cd "$REPO" && shellcheck -x -e SC2030,SC2031,SC2034,SC2153,SC2154 \
-		tools/blkctx tools/lib/*.sh tools/lib/reorder-todo .ci/run 2>&1) || rc=$?
+		tools/blkctx tools/lib/*.sh .ci/run 2>&1) || rc=$?
 	sc_result "shellcheck tools/blkctx tools/lib/* .ci/run" $rc "$out"
 	# the Python beside the shell: it parses (no __pycache__ left behind)
 	rc=0
@@ -1188,6 +1188,7 @@ commit("fixup! mmc: a later change", "l.c")
 commit("selftests: mmc: a test", "t.sh")
 commit("block: last", "b.c")
 print("reorder", run(tree.reorder))
+print("fixup", "folded" if "fixup! mmc: a later change" in tree.git("show", "HEAD:l.c") else "lost")
 print("export", run(tree.export), *(p.split("/")[-2] for p in tree_step.common.patch_files(tree.repo)))' "$t/refused" 2>&1 |
 		sed -E "s|$t|T|g; s/^[0-9a-f]{7,40} /H /")
 	sc_same "export and mail: what they refuse" \
@@ -1211,6 +1212,7 @@ H mmc: yet another change
 H mmc: a later change
 H block: a change
 reorder 0
+fixup folded
 blkctx: export: 6 patches written into series/, kunit/, selftests/
 export 0 series series series series kunit selftests" "$rc"
 }

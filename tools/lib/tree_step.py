@@ -21,6 +21,7 @@ import argparse
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,26 @@ def patch_dir(subject):
     if "KUnit" in subject:
         return "kunit"
     return "series"
+
+
+def reorder_todo(path):
+    """git rebase's todo list in PATH with the pick lines of the series
+    first, then KUnit's, then the selftests' (patch_dir), each group in its
+    own order; a fixup or squash line stays with the pick before it."""
+    groups = {group: [] for group in GROUPS}
+    last = None
+    with open(path, **TEXT) as f:
+        lines = f.read().split("\n")
+    for line in lines:
+        words = line.split(" ", 2)
+        if words[0] in ("pick", "p") and len(words) == 3:
+            last = groups[patch_dir(words[2])]
+            last.append(line)
+        elif words[0] in ("fixup", "f", "squash", "s") and last:
+            last[-1] += "\n" + line
+        elif line and not line.startswith("#"):
+            raise Failure("reorder: cannot handle this line of the rebase's list: " + line)
+    write_text(path, "".join(line + "\n" for group in GROUPS for line in groups[group]))
 
 
 def kernel_version(tree):
@@ -313,7 +334,8 @@ class Tree:
         """Fold fixup! commits into their targets and put the commits in
         series, kunit, selftests order, keeping the order in each group."""
         self.require()
-        env = {"GIT_SEQUENCE_EDITOR": os.path.join(common.LIB, "reorder-todo")}
+        env = {"GIT_SEQUENCE_EDITOR": " ".join(shlex.quote(word) for word in (
+            sys.executable, "-B", os.path.abspath(__file__), "reorder-todo"))}
         # the user's editor for a squash!, on the terminal
         if self.run_git("rebase", "-q", "-i", "--autosquash", "pristine", env=env, user=True,
                         terminal=True).returncode:
@@ -563,9 +585,14 @@ def main(argv, lock=True):
     p.add_argument("dir")
     sub.add_parser("mail-check")
     sub.add_parser("patches")
+    # git rebase's sequence editor for reorder, which holds the lock
+    sub.add_parser("reorder-todo").add_argument("todo")
     opts = parser.parse_args(argv)
 
     def body():
+        if opts.what == "reorder-todo":
+            reorder_todo(opts.todo)
+            return 0
         if opts.what == "patches":
             # no tree, no lock: the files of this checkout
             try:
