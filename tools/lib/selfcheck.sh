@@ -856,6 +856,19 @@ print(run(tree.prepare), tree.git("log", "-1", "--format=%s").strip())' 2>&1)
 	sc_same "prepare: the same source with commits not exported is refused" \
 		"blkctx: error: $t/cache/linux has work that is not exported (commit it and run tools/blkctx export, or use prepare --force to drop it)
 1 block: a change" "$rc"
+	# a tree without the record of its last prepare or export (interrupted,
+	# or made by an older prepare) holds nothing to lose only at pristine
+	sc_tree "$t-norecord"
+	rc=$(sc_tree_step "$t-norecord" 'tree.tarball_version = lambda: "1"
+tree.apply_series = lambda: print("applied")
+print(run(tree.prepare))
+tree.git("reset", "-q", "--hard", "pristine")
+print(run(tree.prepare))' 2>&1 | sed "s|$t|T|g")
+	sc_same "prepare: without a record, a commit beyond pristine is kept" \
+		"blkctx: error: T-norecord/cache/linux has work that is not exported (commit it and run tools/blkctx export, or use prepare --force to drop it)
+1
+applied
+0" "$rc"
 	# the Debian rules and what is left at the end of them go; git then
 	# sees the tree's own files
 	rc=$(sc_tree_step "$t" 'print(tree_step.gitignore_without_debian(sys.argv[2]), end="")' \

@@ -200,7 +200,10 @@ class Tree:
         or commits since the last prepare or export."""
         head = self.read_dot_git("blkctx-applied-head")
         if head is None:
-            return False
+            # no record (an interrupted prepare, an older one): only the
+            # pristine commit is known to hold nothing of the user's
+            head = self.git("rev-parse", "-q", "--verify", "pristine^{commit}",
+                            check=False).strip()
         return bool(self.git("status", "--porcelain")) or \
             self.git("rev-parse", "HEAD").strip() != head
 
