@@ -50,7 +50,10 @@ with the emulated card's contexts and without them (default: {ARCH_LIST})""",
 (default: x86_64), with the KUnit config made afresh at each; --llvm builds
 with LLVM=1""",
     "pahole": "compare struct bio and struct request sizes with the pristine tree",
-    "warnings": "fail on W=1 or sparse warnings the series adds to files it touches",
+    "warnings": """fail on W=1 or sparse warnings the series adds to files it touches
+W=1 with gcc and with clang (LLVM=1), sparse with gcc, pristine against
+patched on each architecture; a call to a 64-bit division helper that the
+kernel does not link (__aeabi_uldivmod and the like) fails too""",
     "mail": """write the series as mail from you into DIR, checked with b4
 DIR is new or empty. The mail: a cover letter, To/Cc from get_maintainer.pl,
 your Signed-off-by after the stored one (your git user.name and user.email,
