@@ -615,7 +615,7 @@ sc_warnings() {
 	printf 'block/bio.c:12:3: error: expected ; before }\nmake: *** [block/bio.o] Error 1\n' >"$t/error.log"
 	for c in "sparse missing fails|nosparse 2|a tool is missing: /bin/sh: 1: sparse: not found" \
 		"make failing with no error line fails|noerror 2|make exited with status 2, and no warning or error says why" \
-		"a compile error is compared, not a broken build|error 1|None" \
+		"a compile error explains a failed make|error 1|None" \
 		"a build that worked is compared|noerror 0|None"; do
 		IFS='|' read -r what args want <<<"$c"
 		sc_same "warnings: $what" "$want" "$(sc_build_step \
@@ -698,14 +698,22 @@ build_step.warning_build = warning_build
 for objects in (["nodiv.o"], ["nodiv.o", "div.o"]):
     build_step.touched_objects = lambda arch: objects
     for llvm in (False, True):
-        print(*build_step.warnings_arch("arm", llvm))' "$t" | grep -v '^blkctx: warnings: arm')
-	sc_same "warnings: a call to a 64-bit division helper fails the architecture, with either compiler" \
+        print(*build_step.warnings_arch("arm", llvm))
+# a patched build that fails with a compile error, as the pristine one
+def failing(arch, tree, out, log, objects, llvm=False):
+    open(log, "w").write("block/bio.c:1:1: error: x\n")
+    return 2
+build_step.warning_build = failing
+print(*build_step.warnings_arch("arm", True))' "$t" | grep -v '^blkctx: warnings: arm')
+	sc_same "warnings: a 64-bit division helper or a failed build fails the architecture, with either compiler" \
 		"warnings: arm gcc: no new W=1 and sparse warnings, no 64-bit division helper, in nodiv.o True
 warnings: arm clang: no new W=1 warnings, no 64-bit division helper, in nodiv.o True
 warnings: arm gcc: calls to 64-bit division helpers the kernel does not have (use div_u64() and friends):
     div.o: __aeabi_uldivmod False
 warnings: arm clang: calls to 64-bit division helpers the kernel does not have (use div_u64() and friends):
-    div.o: __aeabi_uldivmod False" "$rc"
+    div.o: __aeabi_uldivmod False
+block/bio.c:1:1: error: x
+warnings: arm clang: the pristine build failed: a compile error (see above): FAILED False" "$rc"
 	# the command: each architecture with gcc and with clang, failed when one is
 	rc=$(sc_build_step 'import shutil
 shutil.which = lambda name: "/usr/bin/" + name
