@@ -109,12 +109,17 @@ def fail(text):
     report("die", 0, 1, 0)
 
 
+def run_bash(args, what, failure):
+    """blkctx.sh ARGS (the bash that runs before python3 exists); FAILURE
+    when it fails, the one failure test counts (its own die is not)."""
+    if procs.run(["env", "-u", "BLKCTX_RESULTS", "bash", os.path.join(LIB, "blkctx.sh")] + args,
+                 what, procs.progress_seconds()) != 0:
+        raise Failure(failure)
+
+
 def run_setup(who):
-    """tools/blkctx setup (blkctx.sh: it runs before python3 exists), for
-    the commands that begin with it; its failure is WHO's, counted once."""
-    if procs.run(["env", "-u", "BLKCTX_RESULTS", "bash", os.path.join(LIB, "blkctx.sh"),
-                  "setup"], who + ": setup", procs.progress_seconds()) != 0:
-        raise Failure(who + ": setup failed (see above)")
+    """tools/blkctx setup, for the commands that begin with it."""
+    run_bash(["setup"], who + ": setup", who + ": setup failed (see above)")
 
 
 def show_log_end(log, lines=20):

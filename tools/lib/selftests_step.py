@@ -238,11 +238,8 @@ def apt_ready(arch):
     """apt has the package lists of ARCH's guest (blkctx.sh's
     guest_apt_ready, which setup runs before python3 exists)."""
     darch = common.ARCHES[arch].deb_arch
-    # the Failure below is what test counts, not the bash's die too
-    if procs.run(["env", "-u", "BLKCTX_RESULTS", "bash", os.path.join(common.LIB, "blkctx.sh"),
-                  "apt-ready", darch], "guest: apt's %s lists" % darch,
-                 procs.progress_seconds()) != 0:
-        raise Failure("guest: apt has no %s package lists (see above)" % darch)
+    common.run_bash(["apt-ready", darch], "guest: apt's %s lists" % darch,
+                    "guest: apt has no %s package lists (see above)" % darch)
 
 
 def pack(stage, out):
