@@ -2,8 +2,8 @@
 # shellcheck source-path=SCRIPTDIR
 # The commands of tools/blkctx that are bash, run once tools/lib/cli.py has
 # checked their arguments and environment: setup (and "bootstrap", which
-# tools/blkctx runs where python3 is not installed yet), selfcheck, and
-# "apt-ready DARCH" for tools/lib/selftests_step.py. The others are Python.
+# tools/blkctx runs where python3 is not installed yet) and "apt-ready
+# DARCH" for tools/lib/selftests_step.py. The others are Python.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -109,8 +109,6 @@ run_child() {
 
 # shellcheck source=setup.sh
 . "$REPO/tools/lib/setup.sh"
-# shellcheck source=selfcheck.sh
-. "$REPO/tools/lib/selfcheck.sh"
 
 # do_bootstrap COMMAND ARGS: tools/blkctx found no python3, which cli.py
 # needs. setup installs it, and test and demo begin with setup: they run it
@@ -163,7 +161,6 @@ main() {
 	setup) do_setup ;;
 	# tools/lib/selftests_step.py's check before it makes a guest's root
 	apt-ready) guest_apt_ready "$@" ;;
-	selfcheck) do_selfcheck ;;
 	*) die "no such command: $cmd (tools/blkctx help lists them)" ;;
 	esac
 }

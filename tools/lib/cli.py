@@ -72,7 +72,7 @@ setup and prepare first""",
 db; none and inode; one seed. Checks that each run starts from a new card
 and that replaying the card's log gives its counts exactly; prints the runs
 with their limit""",
-    "selfcheck": "shellcheck and canned-input tests of the tools themselves (seconds)",
+    "selfcheck": "unittest and shellcheck tests of the tools themselves, on canned input (a minute)",
 }
 
 # Every environment variable the tools read, documented here only: name, the
@@ -219,6 +219,10 @@ def add_arguments(command, parser):
                             help="where the mail goes: a new or empty directory")
         return lambda args: (["--reroll=%d" % args.reroll] if args.reroll > 1 else []) + \
             ["--from=" + args.sender, args.dir]
+    if command == "selfcheck":
+        parser.add_argument("match", nargs="*", metavar="MATCH",
+                            help="only the tests whose id has one of these (test_tree, a class, a method)")
+        return lambda args: args.match
     return lambda args: []
 
 
@@ -280,7 +284,8 @@ PYTHON_COMMANDS = {"kunit": "kunit_step", "checkpatch": "checkpatch_step",
                    "warnings": "build_step", "prepare": "tree_step", "export": "tree_step",
                    "reorder": "tree_step", "mail": "tree_step", "mail-check": "tree_step",
                    "patches": "tree_step", "test": "runner", "selftests": "selftests_step",
-                   "demo": "selftests_step", "bench": "bench_step", "bench-check": "bench_step"}
+                   "demo": "selftests_step", "bench": "bench_step", "bench-check": "bench_step",
+                   "selfcheck": "selfcheck"}
 
 
 def run(argv):
