@@ -28,7 +28,8 @@ CACHE = os.path.realpath(os.environ.get("BLKCTX_CACHE") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "blkctx"))
 TREE = os.path.join(CACHE, "linux")
 BUILD = os.path.join(CACHE, "build")
-TARBALL = os.environ.get("BLKCTX_TARBALL") or "/usr/src/linux-source-6.12.tar.xz"
+DEBIAN_TARBALL = "/usr/src/linux-source-6.12.tar.xz"
+TARBALL = os.environ.get("BLKCTX_TARBALL") or DEBIAN_TARBALL
 # as nproc counts: the CPUs this process may run on
 JOBS = os.environ.get("BLKCTX_JOBS") or str(len(os.sched_getaffinity(0)))
 os.environ.setdefault("CCACHE_DIR", os.path.join(CACHE, "ccache"))
@@ -205,19 +206,29 @@ def patch_files(repo=REPO) -> List[str]:
     return files
 
 
-def patches_digest(repo=REPO, tarball=TARBALL) -> str:
-    """The patch files and the tarball's version: prepare and export record
-    it in the tree, and a tree with another one is not the files'."""
+def patches_digest(repo=REPO) -> str:
+    """The patch files' digest: prepare and export record it in the tree,
+    and a tree with another one is not the files'."""
     digest = hashlib.sha256()
     for path in patch_files(repo):
         with open(path, "rb") as f:
             digest.update(f.read())
-    try:
-        with open(tarball + ".version", "rb") as f:
-            digest.update(f.read())
-    except OSError:
-        pass
     return digest.hexdigest()[:16]
+
+
+def source_version(tarball=TARBALL) -> str:
+    """The version of Debian's linux-source-6.12 that TARBALL comes from;
+    "unknown" for a tarball of the user's own, whose version dpkg does not
+    know."""
+    if os.path.realpath(tarball) != DEBIAN_TARBALL:
+        return "unknown"
+    try:
+        run = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "linux-source-6.12"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        return "unknown"
+    return run.stdout.strip() if run.returncode == 0 and run.stdout.strip() else "unknown"
 
 
 def tree_git(tree, *args) -> bytes:
@@ -258,17 +269,30 @@ def tree_state(tree=TREE) -> str:
     return digest.hexdigest()[:16]
 
 
-def tree_current(tree=TREE, repo=REPO, tarball=TARBALL):
+def tree_current(tree=TREE, repo=REPO, tarball=TARBALL, source=None):
     """Raise Failure unless the tree was prepared or exported from the
-    patch files as they are now; commits made since in the tree are fine."""
+    patch files as they are now, on the linux-source-6.12 installed now
+    (SOURCE, when given, in its place); commits made since in the tree are
+    fine."""
     if not os.path.isdir(os.path.join(tree, ".git")):
         raise Failure("no tree: run tools/blkctx prepare")
+    source = source or source_version(tarball)
+    try:
+        with open(os.path.join(tree, ".git", "blkctx-source")) as f:
+            prepared = f.read().strip()
+    except OSError:
+        prepared = "unknown"
+    if source != "unknown" and prepared != source:
+        raise Failure("linux-source-6.12 is %s now, %s was prepared from %s: run tools/blkctx "
+                      "prepare to apply the series to it (it refuses while the tree has "
+                      "commits that are not exported; export those first)"
+                      % (source, tree, prepared))
     try:
         with open(os.path.join(tree, ".git", "blkctx-applied")) as f:
             applied = f.read().strip()
     except OSError:
         applied = ""
-    if applied != patches_digest(repo, tarball):
+    if applied != patches_digest(repo):
         raise Failure("series/, kunit/ or selftests/ changed since %s was prepared or exported: "
                       "run tools/blkctx prepare to apply them (it refuses while the tree has "
                       "commits that are not exported; export those first)" % tree)
@@ -278,15 +302,15 @@ def main(argv):
     """The patch list, its digest and the tree's state, for the paths a
     selfcheck case gives:
       files REPO                 patch_files, one a line
-      digest REPO TARBALL        patches_digest
+      digest REPO                patches_digest
       state TREE                 tree_state
 """
     try:
         if len(argv) == 2 and argv[0] == "files":
             for path in patch_files(argv[1]):
                 print(path)
-        elif len(argv) == 3 and argv[0] == "digest":
-            print(patches_digest(argv[1], argv[2]))
+        elif len(argv) == 2 and argv[0] == "digest":
+            print(patches_digest(argv[1]))
         elif len(argv) == 2 and argv[0] == "state":
             print(tree_state(argv[1]))
         else:

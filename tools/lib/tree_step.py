@@ -183,17 +183,11 @@ class Tree:
     def record(self):
         """The tree holds exactly the patch files now."""
         write_text(self.dot_git("blkctx-applied"),
-                   common.patches_digest(self.repo, self.tarball) + "\n")
+                   common.patches_digest(self.repo) + "\n")
         write_text(self.dot_git("blkctx-applied-head"), self.git("rev-parse", "HEAD"))
 
     def tarball_version(self):
-        try:
-            run = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "linux-source-6.12"],
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, text=True)
-        except OSError:
-            return "unknown"
-        return run.stdout.strip() if run.returncode == 0 and run.stdout.strip() else "unknown"
+        return common.source_version(self.tarball)
 
     def unexported(self):
         """Whether the tree holds work that the patch files do not: changes,
@@ -209,7 +203,7 @@ class Tree:
 
     def exact(self):
         """tree_current, and the tree holds nothing more than the files."""
-        common.tree_current(self.tree, self.repo, self.tarball)
+        common.tree_current(self.tree, self.repo, self.tarball, self.tarball_version())
         if self.unexported():
             raise Failure("%s has work that is not in series/, kunit/, selftests/: commit it "
                           "and run tools/blkctx export first" % self.tree)
@@ -274,7 +268,7 @@ class Tree:
             shutil.rmtree(self.tree)
         if not os.path.isdir(os.path.join(self.tree, ".git")):
             self.make_pristine()
-        if self.read_dot_git("blkctx-applied") == common.patches_digest(self.repo, self.tarball) \
+        if self.read_dot_git("blkctx-applied") == common.patches_digest(self.repo) \
                 and self.read_dot_git("blkctx-applied-head") is not None and \
                 not self.unexported():
             say("prepare: %s already holds the series" % self.tree)
@@ -292,8 +286,7 @@ class Tree:
         self.require()
         # files changed since the tree took them (edited, or pulled) would
         # be overwritten by commits that do not have the change
-        if not force and self.read_dot_git("blkctx-applied") != common.patches_digest(
-                self.repo, self.tarball):
+        if not force and self.read_dot_git("blkctx-applied") != common.patches_digest(self.repo):
             raise Failure("series/, kunit/ or selftests/ changed since %s was prepared or "
                           "exported: export would overwrite that change; run tools/blkctx "
                           "prepare to apply the files (it refuses while the tree has commits "

@@ -7,9 +7,11 @@ the patch files in git am's order."""
 import os
 import re
 import subprocess
+from unittest import mock
 
 import support
 
+import common
 import kunit_step
 import tree_step
 
@@ -112,8 +114,10 @@ print(run(current))""", split=True)
 
 # every command that uses the tree, each with what it would run after the
 # tree's check replaced by a stand-in that says so
-STALE = """import shutil
+# ARGV: the linux-source-6.12 installed now, only this command
+STALE = """import shutil, sys
 import build_step, checkpatch_step, kunit_step, pahole_step, tree_step
+tree_step.common.source_version = lambda tarball=None: sys.argv[1]
 shutil.which = lambda name: "/bin/true"
 def ran(*args, **kwargs):
     print("ran")
@@ -126,8 +130,10 @@ for module, argv in ((kunit_step, ["kunit"]), (checkpatch_step, ["checkpatch"]),
                      (pahole_step, ["pahole"]), (build_step, ["build-each"]),
                      (build_step, ["warnings"]),
                      (tree_step, ["mail", "--from=A B <a@b.c>", "/nonexistent/mail"])):
-    print(argv[0], module.main(argv, lock=False))
+    if sys.argv[2:] in ([], [argv[0]]):
+        print(argv[0], module.main(argv, lock=False))
 """
+COMMANDS = ("kunit", "checkpatch", "pahole", "build-each", "warnings", "mail")
 
 
 class StaleTree(support.Case):
@@ -150,14 +156,73 @@ class StaleTree(support.Case):
         subprocess.run(["git", "-C", os.path.join(t, "cache", "linux"), "init", "-q"],
                        check=True, stdin=subprocess.DEVNULL)
         self.write("stale/cache/linux/.git/blkctx-applied", "stale\n")
+        self.write("stale/cache/linux/.git/blkctx-source", "6.12.1-1\n")
         # common.CACHE is read at import, and the commands' main() ends
         # with run_command's signal handlers: a process of its own
-        done = support.python(STALE, env={"BLKCTX_CACHE": os.path.join(t, "cache")})
+        done = support.python(STALE, "6.12.1-1", env={"BLKCTX_CACHE": os.path.join(t, "cache")})
         out = text(done) + (" status %d" % done.status if done.status else "")
         self.same("every command that uses the tree refuses a stale one",
                   "kunit 1\ncheckpatch 1\npahole 1\nbuild-each 1\nwarnings 1\nmail 1",
                   "\n".join(line for line in out.split("\n") if not line.startswith(
                       "blkctx: error: series/, kunit/ or selftests/ changed since")))
+
+    def test_new_source(self):
+        """every command that uses the tree refuses one prepared from another
+        linux-source-6.12"""
+        support.scratch_tree(self.tmp)
+        linux = os.path.join(self.tmp, "cache", "linux")
+        # the patch files as they are, nothing unexported: only the source
+        # can differ
+        self.write("cache/linux/.git/blkctx-applied", common.patches_digest() + "\n")
+        self.write("cache/linux/.git/blkctx-applied-head", common.git_text(linux, "rev-parse",
+                                                                           "HEAD"))
+        self.write("cache/linux/.git/blkctx-source", "6.12.1-1\n")
+        cache = {"BLKCTX_CACHE": os.path.join(self.tmp, "cache")}
+        done = support.python(STALE, "6.12.2-1", env=cache)
+        want = ("blkctx: error: linux-source-6.12 is 6.12.2-1 now, %s was prepared from "
+                "6.12.1-1: run tools/blkctx prepare" % linux)
+        self.same("every command that uses the tree refuses one prepared from another source",
+                  "kunit 1\ncheckpatch 1\npahole 1\nbuild-each 1\nwarnings 1\nmail 1",
+                  "\n".join(line for line in text(done).split("\n")
+                            if not line.startswith(want)))
+        # each command gets as far as its work (a stand-in that exits 3)
+        took = []
+        for command in COMMANDS:
+            done = support.python(STALE, "6.12.1-1", command, env=cache)
+            took.append("%s %s %d" % (command, text(done), done.status))
+        self.same("the commands take a tree prepared from the source installed",
+                  "\n".join("%s ran 3" % command for command in COMMANDS), "\n".join(took))
+
+    def test_source_version(self):
+        """the source version: dpkg's for Debian's tarball, none for another"""
+        ran = mock.Mock(returncode=0, stdout="6.12.2-1\n")
+        with mock.patch.object(common.subprocess, "run", return_value=ran) as run:
+            self.same("source version: dpkg's, for Debian's tarball", "6.12.2-1",
+                      common.source_version(common.DEBIAN_TARBALL))
+            self.same("source version: unknown for a tarball of one's own, dpkg not asked",
+                      "unknown 1", "%s %d" % (common.source_version(self.path("my.tar.xz")),
+                                              run.call_count))
+        ran.returncode = 1
+        with mock.patch.object(common.subprocess, "run", return_value=ran):
+            self.same("source version: unknown when dpkg does not have the package", "unknown",
+                      common.source_version(common.DEBIAN_TARBALL))
+        support.scratch_tree(self.tmp)
+        linux, repo = self.path("cache", "linux"), self.path("repo")
+        self.write("cache/linux/.git/blkctx-applied", common.patches_digest(repo) + "\n")
+
+        def current(source):
+            try:
+                common.tree_current(linux, repo, "/nonexistent", source)
+                return "current"
+            except common.Failure as e:
+                return str(e).split(":")[0]
+        self.same("tree_current: the same source, another, an unknown one",
+                  "current; linux-source-6.12 is 2 now, %s was prepared from 1; current" % linux,
+                  "; ".join(current(source) for source in ("1", "2", "unknown")))
+        os.unlink(self.path("cache", "linux", ".git", "blkctx-source"))
+        self.same("tree_current: a tree with no record of its source is not current",
+                  "linux-source-6.12 is 1 now, %s was prepared from unknown" % linux,
+                  current("1"))
 
 
 class Patches(support.Case):
