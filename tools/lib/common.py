@@ -220,7 +220,7 @@ def source_version(tarball=TARBALL) -> str:
     """The version of Debian's linux-source-6.12 that TARBALL comes from;
     "unknown" for a tarball of the user's own, whose version dpkg does not
     know."""
-    if os.path.realpath(tarball) != DEBIAN_TARBALL:
+    if os.path.realpath(tarball) != os.path.realpath(DEBIAN_TARBALL):
         return "unknown"
     try:
         run = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "linux-source-6.12"],

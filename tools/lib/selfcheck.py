@@ -22,6 +22,7 @@ TESTS = os.path.join(LIB, "tests")
 
 def case_name(test, subtest=None):
     if subtest is not None:
+        # the text given to subTest(); unittest keeps it only there
         return subtest._message if isinstance(subtest._message, str) else subtest.id()
     return (test.shortDescription() or test.id()).strip()
 
@@ -41,11 +42,13 @@ class Result(unittest.TestResult):
         if error is None:
             self.passed += 1
             print("ok       %s" % name, file=self.stream)
-            return
-        self.failed += 1
-        print("FAILED   %s" % name, file=self.stream)
-        for line in error.rstrip("\n").split("\n"):
-            print("    " + line, file=self.stream)
+        else:
+            self.failed += 1
+            print("FAILED   %s" % name, file=self.stream)
+            for line in error.rstrip("\n").split("\n"):
+                print("    " + line, file=self.stream)
+        # in order with what the cases' children print, and kept if the
+        # run is killed
         self.stream.flush()
 
     def detail(self, test, err):
@@ -77,6 +80,15 @@ class Result(unittest.TestResult):
         # a case that cannot run is not a pass
         self.record(case_name(test), "skipped: %s" % reason)
 
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        # a case that fails on purpose guards nothing
+        self.record(case_name(test), "expected to fail: %s" % self.detail(test, err))
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self.record(case_name(test), "expected to fail, but passed")
+
 
 def main(argv):
     parser = argparse.ArgumentParser(prog="tools/blkctx selfcheck", description=__doc__)
@@ -84,17 +96,30 @@ def main(argv):
                         help="only the test modules, classes or methods whose id has one of these")
     args = parser.parse_args(argv[1:])
     start = time.monotonic()
-    # its cases fail on purpose: that must not count in a test run
-    os.environ.pop("BLKCTX_RESULTS", None)
+    # the cases set what they test: nothing of the caller's settings (its
+    # cases fail on purpose, which must not count in a test run either)
+    for name in list(os.environ):
+        if name.startswith("BLKCTX_") and name != "BLKCTX_CACHE" or name == "CI":
+            del os.environ[name]
+    # nor of the user's git configuration (commit.gpgsign and the like);
     # the scratch trees' commits are the series' (export and mail read it)
+    os.environ.update(GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
     for who in ("AUTHOR", "COMMITTER"):
         os.environ["GIT_%s_NAME" % who] = "blkctx developers"
         os.environ["GIT_%s_EMAIL" % who] = "devel@blkctx.invalid"
-    sys.path.insert(0, TESTS)
-    suite = unittest.defaultTestLoader.discover(TESTS, top_level_dir=TESTS)
+    environ = dict(os.environ)
+    loader = unittest.TestLoader()
+    suite = loader.discover(TESTS, top_level_dir=TESTS)
+    # what the modules set when imported (common's CCACHE_DIR) is not the
+    # cases' children's
+    os.environ.clear()
+    os.environ.update(environ)
     if args.pattern:
-        suite = unittest.TestSuite(t for t in flatten(suite)
-                                   if any(p in t.id() for p in args.pattern))
+        # a module that cannot be imported stays, whatever is matched
+        suite = unittest.TestSuite(
+            t for t in flatten(suite)
+            if any(p in t.id() for p in args.pattern) or
+            isinstance(t, unittest.loader._FailedTest))
     result = Result(sys.stdout)
     suite.run(result)
     print("selfcheck: %d passed, %d failed (%ds)"

@@ -103,14 +103,12 @@ class Case(unittest.TestCase):
             if line not in text:
                 self.fail("expected a line with:\n%s\ngot:\n%s" % (line, text))
 
-    def need_tree(self, name, *files):
-        """The kernel tree's FILES are there, or a failed case NAME."""
-        missing = [f for f in files if not os.path.exists(os.path.join(TREE, f))]
-        if missing:
-            with self.subTest(name):
-                self.fail("no %s" % os.path.join(TREE, missing[0]))
-            return False
-        return True
+    def need_tree(self, *files):
+        """The kernel tree's FILES are there (in setUp: else each test of
+        the class fails once, saying so)."""
+        for name in files:
+            if not os.path.exists(os.path.join(TREE, name)):
+                self.fail("no %s (run tools/blkctx prepare)" % os.path.join(TREE, name))
 
 
 def scratch_tree(top):
@@ -186,16 +184,43 @@ def seconds_since(start):
     return 0 if ran < 5 else ran
 
 
-def alive(pid):
-    """Whether process PID (a number, or a file that holds it) still runs."""
+def in_time(start, limit):
+    """"in time" if LIMIT seconds have not passed since START
+    (time.monotonic), else how many did: a timeout plus its stop, with
+    room for a loaded machine, and well short of a hang."""
+    ran = time.monotonic() - start
+    return "in time" if ran < limit else "after %d s" % ran
+
+
+def pid_of(pid):
+    """PID, or the number the file PID holds; None if it holds none."""
+    if not isinstance(pid, str):
+        return pid
     try:
-        if isinstance(pid, str):
-            with open(pid) as f:
-                pid = int(f.read().strip())
-        os.kill(pid, 0)
+        with open(pid) as f:
+            return int(f.read().strip())
     except (OSError, ValueError):
+        return None
+
+
+def alive(pid):
+    """Whether process PID (a number, or a file that holds it) still runs:
+    a zombie, killed and waiting for a parent to reap it, does not."""
+    pid = pid_of(pid)
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError, TypeError):
         return False
-    return True
+
+
+def kill(pid):
+    """Stop process PID (a number, or a file that holds it) if it runs: a
+    case that failed leaves nothing behind."""
+    pid = pid_of(pid)
+    if pid is not None and alive(pid):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def signal_child(top):
@@ -212,15 +237,18 @@ class Signalled:
     """What signal_run saw: the status, the seconds (0 under 5), whether
     the grandchild still runs, and the output."""
 
-    def __init__(self, status, seconds, still_runs, out):
+    def __init__(self, status, seconds, still_runs, out, started=True):
         self.status = status
         self.seconds = seconds
         self.alive = still_runs
         self.out = out
+        self.started = started
 
     def outcome(self, who):
         """As the cases expect it: "status N in S s", and what is wrong."""
         text = "status %d in %d s" % (self.status, self.seconds)
+        if not self.started:
+            text += ", the %s's sleep never started" % who
         if self.alive:
             text += ", the %s's sleep still runs" % who
         if "went on" in self.out:
@@ -244,15 +272,16 @@ def signal_run(top, signum, cmd, env=None):
         cmd = ["bash", "-c", cmd]
     environ = dict(os.environ)
     environ.update(env or {})
-    start = time.monotonic()
     with open(os.path.join(top, "out"), "w") as out:
         proc = subprocess.Popen(["env", "--default-signal=INT"] + cmd, env=environ,
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 process_group=0)
-    for _ in range(100):
+    for _ in range(300):
         if os.path.exists(started):
             break
         time.sleep(0.1)
+    # "at once" counts from the signal, not from a slow start
+    start = time.monotonic()
     proc.send_signal(signum)
     try:
         # far longer than "at once": only a hang gets here
@@ -268,10 +297,7 @@ def signal_run(top, signum, cmd, env=None):
             break
         time.sleep(0.1)
     still = alive(grandchild)
-    if still:
-        # the case fails; the sleep must not outlive it
-        with contextlib.suppress(OSError, ValueError):
-            with open(grandchild) as f:
-                os.kill(int(f.read().strip()), signal.SIGKILL)
+    # the case fails; the sleep must not outlive it
+    kill(grandchild)
     with open(os.path.join(top, "out"), errors="replace") as f:
-        return Signalled(status, seconds, still, f.read())
+        return Signalled(status, seconds, still, f.read(), os.path.exists(started))

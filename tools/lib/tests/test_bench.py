@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""bench_step.py on canned consoles (the bash sc_bench_table,
-sc_bench_figures and sc_bench_check): bench's table, its caption and other
+"""bench_step.py on canned consoles: bench's table, its caption and other
 figures, and bench-check's cases and status."""
 
 import contextlib
@@ -9,7 +8,6 @@ import os
 import re
 import shutil
 import sys
-import unittest
 from unittest import mock
 
 import support
@@ -28,7 +26,7 @@ def sed(source, dest, pattern, replacement):
 
 
 class TestBenchTable(support.Case):
-    """sc_bench_table: bench's table on a canned console."""
+    """Bench's table on a canned console."""
 
     def test_table(self):
         """The rows over seeds (mean, spread, the change against none,
@@ -53,7 +51,7 @@ class TestBenchTable(support.Case):
 
 
 class TestBenchFigures(support.Case):
-    """sc_bench_figures: bench's other figures from canned consoles."""
+    """Bench's other figures from canned consoles."""
 
     def test_figures(self):
         """The caption of a table, the isolation table (the same seed in
@@ -110,7 +108,7 @@ print("status", bench_step.main(["bench-check"], lock=False))
 
 
 class TestBenchCheck(support.Case):
-    """sc_bench_check: bench-check's cases on a guest's console."""
+    """Bench-check's cases on a guest's console."""
 
     def consoles(self):
         """The canned console with both phone runs added (full), with db
@@ -140,7 +138,7 @@ class TestBenchCheck(support.Case):
 
         def counts(log):
             cases = bench_step.Cases()
-            # the cases say themselves on standard error, which the bash left out
+            # the cases say themselves on standard error: not what is compared
             with contextlib.redirect_stderr(io.StringIO()):
                 bench_step.guest_cases(cases, log)
             return "%d %d" % (cases.passed, cases.failed)
@@ -172,6 +170,3 @@ class TestBenchCheck(support.Case):
                   "status 1\nbench-check-replay 1 1 0,bench-check 5 0 0\n"
                   "status 1\nbench-check-replay 1 1 0,bench-check 2 3 0", "\n".join(out))
 
-
-if __name__ == "__main__":
-    unittest.main()

@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import unittest
 from unittest import mock
 
 import support
@@ -22,7 +21,7 @@ import selftests_step
 
 
 def step(top, code, *args):
-    """sc_build_step: python3 CODE ARGS with build_step imported, its cache
+    """python3 CODE ARGS with build_step imported, its cache
     a scratch one under TOP; its output (stderr with it), then "status N"
     when N is not 0."""
     done = support.python("import sys, build_step\n" + code, *args,
@@ -72,7 +71,7 @@ print(*build_step.warnings_arch("arm", True))
 
 
 class TestWarnings(support.Case):
-    """sc_warnings: a build that cannot measure warnings fails, and the
+    """A build that cannot measure warnings fails, and the
     objects are compiled on every run (a fake make prints a W=1 warning
     only when it compiles an object, as make does)."""
 
@@ -85,7 +84,7 @@ class TestWarnings(support.Case):
     def compile_division(self):
         """A u64 % u64 that arm32 leaves to libgcc (the kernel has no such
         helper), and a division that needs none, compiled into out/; what
-        did not compile, as the bash says it."""
+        did not compile."""
         self.write("div.c", "unsigned long long f(unsigned long long a, "
                    "unsigned long long b) { return a % b; }\n")
         self.write("nodiv.c", "unsigned int g(unsigned int a) { return a / 3; }\n")
@@ -214,7 +213,7 @@ print(build_step.common.run_command("w", lambda: build_step.division_helpers(
 
 
 class TestKconfig(support.Case):
-    """sc_kconfig: the kunitconfig lines whose symbol a commit has must
+    """The kunitconfig lines whose symbol a commit has must
     hold (build-each), and a guest kernel's missing options (selftests)."""
 
     def test_unmet(self):
@@ -261,7 +260,7 @@ class TestKconfig(support.Case):
 
 
 class TestUpstreamCommits(support.Case):
-    """sc_upstream_commits: a Fixes: tag the tree cannot look up passes
+    """A Fixes: tag the tree cannot look up passes
     only with the id and subject tools/upstream-commits.txt lists."""
 
     def test_known(self):
@@ -315,7 +314,7 @@ CHECKPATCH_CASES = (
 
 
 class TestCheckpatchJudge(support.Case):
-    """sc_checkpatch_judge: one checkpatch run whose typed findings are
+    """One checkpatch run whose typed findings are
     judged: only ext4's Opt_ CamelCase and a listed upstream commit id are
     let through, and a checkpatch that fails with no finding fails (a fake
     checkpatch.pl prints what each patch file holds after "OUT:" and exits
@@ -352,7 +351,7 @@ print(line.split(": ", 2)[2], ok)
 
 
 class TestPaholeJudge(support.Case):
-    """sc_pahole_judge: the size pahole prints, and the judgement: the same
+    """The size pahole prints, and the judgement: the same
     size passes, a grown struct or one pahole cannot find fails."""
 
     def test_judge(self):
@@ -375,6 +374,3 @@ class TestPaholeJudge(support.Case):
                             self.path("old.o"), self.path("grown.o")], env=env, split=True)
         self.same("pahole: the first object that has the struct", "136", done.out.rstrip("\n"))
 
-
-if __name__ == "__main__":
-    unittest.main()

@@ -8,7 +8,6 @@ import glob
 import os
 import re
 import sys
-import unittest
 
 import cli
 import support
@@ -201,7 +200,7 @@ class FrontDoor(support.Case):
                   support.bash("arch_packages", split=True).out.rstrip("\n"))
 
 
-# a row of Bootstrap: in a subshell (as the bash case had it, without -e),
+# a row of Bootstrap: in a subshell (without -e),
 # PATH only the scratch bin/, a do_setup stub, and blkctx.sh's do_bootstrap
 # with the arguments; its output, then its status
 BOOTSTRAP = """set +e
@@ -356,6 +355,3 @@ Cc: list@example.org
 full refused
 2""", done.out.rstrip("\n"))
 
-
-if __name__ == "__main__":
-    unittest.main()

@@ -7,7 +7,6 @@ import ast
 import glob
 import os
 import shutil
-import unittest
 
 import selftests_step
 import support
@@ -46,6 +45,3 @@ class Lint(support.Case):
         done = support.run(["shellcheck", "-s", "sh", init])
         self.assertEqual(done.status, 0, done.out)
 
-
-if __name__ == "__main__":
-    unittest.main()

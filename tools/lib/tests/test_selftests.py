@@ -10,7 +10,6 @@ import io
 import os
 import re
 import sys
-import unittest
 
 import guest_root
 import selftests_step
@@ -45,7 +44,7 @@ def run(function, *args):
 def guests(top, code, *args, env=None):
     """python3 CODE (after GUESTS) with ARGS on the scratch tree of
     support.scratch_tree(TOP): its output and errors, then "status N" for
-    a status other than 0 (the bash sc_guests)."""
+    a status other than 0."""
     kdir = os.path.join(top, "cache", "build", "kunit-x86_64")
     os.makedirs(os.path.join(kdir, "arch", "x86", "boot"), exist_ok=True)
     open(os.path.join(kdir, "arch", "x86", "boot", "bzImage"), "w").close()
@@ -75,7 +74,7 @@ def captured(function, *args, errors=True):
 
 
 class Selftests(support.Case):
-    """The bash sc_selftests."""
+    """The guests of the selftests command, their kernels, roots and initramfs."""
 
     def tree(self):
         return support.scratch_tree(self.path("guests"))
@@ -175,7 +174,7 @@ print("status", run(st.command_selftests, ["x86_64"], base._replace(guests=["one
                      "src/tools/testing/selftests/block/Makefile", "out/Makefile"):
             self.write(name, "")
         tree = self.path("src")
-        # what it says of the copy is not the case's (the bash left it out)
+        # what it says of the copy is not the case's
         said, selftests = captured(selftests_step.make_src, tree, self.path("farm"), [
             ("block", tree + "/tools/testing/selftests/block"), ("demo", self.path("out"))],
             errors=False)
@@ -202,7 +201,7 @@ print("status", run(st.command_selftests, ["x86_64"], base._replace(guests=["one
 
     def test_pack(self):
         """selftests: the initramfs holds the stage in order, nothing is left beside it"""
-        # out/ holds a Makefile already (the bash's earlier case made it)
+        # pack runs after make_src, which leaves a Makefile in out/
         self.write("out/Makefile", "")
         for name in ("stage/b/z", "stage/a/y"):
             self.write(name, "")
@@ -293,7 +292,7 @@ print("status", common.run_command("demo", lambda: common.run_setup("demo")))'''
 
 
 class Apt(support.Case):
-    """The bash sc_apt: apt-get update is tried three times, then the lists
+    """Apt-get update is tried three times, then the lists
     apt has are used; guest_apt_ready dies when they still lack the guest's
     architecture."""
 
@@ -345,7 +344,7 @@ echo "Inst tzdata (2024a-0+deb12u1 Debian:12.15/oldstable [all])"
 
 
 class Resolve(support.Case):
-    """The bash sc_resolve: the guests' packages as apt resolves them; a
+    """The guests' packages as apt resolves them; a
     failed resolution is never cached as resolved."""
 
     def test_resolve(self):
@@ -453,6 +452,3 @@ print(*sorted(os.listdir(sys.argv[1] + "/debs")))''', self.tmp)
                   "None\n"
                   "None", out.rstrip("\n"))
 
-
-if __name__ == "__main__":
-    unittest.main()

@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The commands written in Python, driven with stand-ins (the bash
-sc_py_steps): kunit's start and totals, the record of the tree a kernel
+"""The commands written in Python, driven with stand-ins: kunit's start and totals, the record of the tree a kernel
 was built from, the patch list and its digest, and a child's output
 copied to a log."""
 
@@ -9,7 +8,6 @@ import hashlib
 import io
 import os
 import subprocess
-import unittest
 from unittest import mock
 
 import support
@@ -63,14 +61,15 @@ print("status", common.run_command("demo", boot))
 
 TEE = """import sys, procs
 with open(sys.argv[1], "w") as log:
-    for cmd in ("echo one; echo two >&2; exit 3", "sleep 30 & echo left"):
+    for cmd in ("echo one; echo two >&2; exit 3", "sleep 30 & echo $! >%s; echo left"
+                % sys.argv[2]):
         print("status", procs.run(["sh", "-c", cmd], "x", 60, tee=log), flush=True)
 print(open(sys.argv[1]).read().split())
 """
 
 
 class TestPySteps(support.Case):
-    """sc_py_steps: the Python steps' common behaviour."""
+    """The Python steps' common behaviour."""
 
     def fake_tree(self):
         """A cache whose linux/ is a git tree with the stand-in kunit.py."""
@@ -170,12 +169,15 @@ class TestPySteps(support.Case):
         """A child's output through procs.run's tee: ours and the log's,
         and a process it leaves behind holding the output is stopped."""
         # a process: procs.run stops what is left with signals to its session
-        done = support.python(TEE, self.path("tee.log"), env={"BLKCTX_STOP_SECONDS": "1"},
-                              split=True)
+        left = self.path("left.pid")
+        self.addCleanup(support.kill, left)
+        done = support.python(TEE, self.path("tee.log"), left,
+                              env={"BLKCTX_STOP_SECONDS": "1"}, split=True)
+        stopped = "x: its output is still open after it ended: stopping what it left"
         self.same("procs: a tee to our output and the log, whatever is left behind",
-                  "one\ntwo\nstatus 3\nleft\nstatus 0\n['one', 'two', 'left']",
-                  done.out.rstrip("\n"))
+                  "one\ntwo\nstatus 3\nleft\nstatus 0\n['one', 'two', 'left']; "
+                  "what it left: stopped, said",
+                  "%s; what it left: %s, %s" % (
+                      done.out.rstrip("\n"), "runs" if support.alive(left) else "stopped",
+                      "said" if stopped in done.err else "not said"))
 
-
-if __name__ == "__main__":
-    unittest.main()

@@ -43,7 +43,7 @@ with open(tree.dot_git("blkctx-applied-head"), "w") as f:
 
 
 class Prepare(support.Case):
-    """sc_prepare: a new source version never deletes commits not exported;
+    """A new source version never deletes commits not exported;
     the commands that use the tree refuse one older than the patch files."""
 
     def test_prepare(self):
@@ -116,28 +116,28 @@ print(run(current))""", split=True)
 # tree's check replaced by a stand-in that says so
 # ARGV: the linux-source-6.12 installed now, only this command
 STALE = """import shutil, sys
-import build_step, checkpatch_step, kunit_step, pahole_step, tree_step
+import build_step, checkpatch_step, kunit_step, pahole_step, selftests_step, tree_step
 tree_step.common.source_version = lambda tarball=None: sys.argv[1]
 shutil.which = lambda name: "/bin/true"
 def ran(*args, **kwargs):
     print("ran")
     raise SystemExit(3)
-kunit_step.run_arch = checkpatch_step.judge = pahole_step.ready = ran
+kunit_step.run_arch = checkpatch_step.judge = pahole_step.ready = selftests_step.run_guest = ran
 import common
 common.worktree = build_step.warnings_arch = ran
 tree_step.Tree.recipients = ran
 for module, argv in ((kunit_step, ["kunit"]), (checkpatch_step, ["checkpatch"]),
                      (pahole_step, ["pahole"]), (build_step, ["build-each"]),
-                     (build_step, ["warnings"]),
+                     (build_step, ["warnings"]), (selftests_step, ["selftests"]),
                      (tree_step, ["mail", "--from=A B <a@b.c>", "/nonexistent/mail"])):
     if sys.argv[2:] in ([], [argv[0]]):
         print(argv[0], module.main(argv, lock=False))
 """
-COMMANDS = ("kunit", "checkpatch", "pahole", "build-each", "warnings", "mail")
+COMMANDS = ("kunit", "checkpatch", "pahole", "build-each", "warnings", "selftests", "mail")
 
 
 class StaleTree(support.Case):
-    """sc_stale_tree: kunit.py's architecture options, and the commands that
+    """Kunit.py's architecture options, and the commands that
     refuse a tree prepared from other patch files."""
 
     def test_kunit_args(self):
@@ -162,7 +162,7 @@ class StaleTree(support.Case):
         done = support.python(STALE, "6.12.1-1", env={"BLKCTX_CACHE": os.path.join(t, "cache")})
         out = text(done) + (" status %d" % done.status if done.status else "")
         self.same("every command that uses the tree refuses a stale one",
-                  "kunit 1\ncheckpatch 1\npahole 1\nbuild-each 1\nwarnings 1\nmail 1",
+                  "\n".join("%s 1" % command for command in COMMANDS),
                   "\n".join(line for line in out.split("\n") if not line.startswith(
                       "blkctx: error: series/, kunit/ or selftests/ changed since")))
 
@@ -182,7 +182,7 @@ class StaleTree(support.Case):
         want = ("blkctx: error: linux-source-6.12 is 6.12.2-1 now, %s was prepared from "
                 "6.12.1-1: run tools/blkctx prepare" % linux)
         self.same("every command that uses the tree refuses one prepared from another source",
-                  "kunit 1\ncheckpatch 1\npahole 1\nbuild-each 1\nwarnings 1\nmail 1",
+                  "\n".join("%s 1" % command for command in COMMANDS),
                   "\n".join(line for line in text(done).split("\n")
                             if not line.startswith(want)))
         # each command gets as far as its work (a stand-in that exits 3)
@@ -197,8 +197,10 @@ class StaleTree(support.Case):
         """the source version: dpkg's for Debian's tarball, none for another"""
         ran = mock.Mock(returncode=0, stdout="6.12.2-1\n")
         with mock.patch.object(common.subprocess, "run", return_value=ran) as run:
-            self.same("source version: dpkg's, for Debian's tarball", "6.12.2-1",
-                      common.source_version(common.DEBIAN_TARBALL))
+            self.same("source version: dpkg's, for Debian's tarball",
+                      "6.12.2-1 ['dpkg-query', '-W', '-f=${Version}', 'linux-source-6.12']",
+                      "%s %s" % (common.source_version(common.DEBIAN_TARBALL),
+                                 run.call_args.args[0]))
             self.same("source version: unknown for a tarball of one's own, dpkg not asked",
                       "unknown 1", "%s %d" % (common.source_version(self.path("my.tar.xz")),
                                               run.call_count))
@@ -226,7 +228,7 @@ class StaleTree(support.Case):
 
 
 class Patches(support.Case):
-    """sc_patches: the files in git am's order, quiet when its reader stops
+    """The files in git am's order, quiet when its reader stops
     early."""
 
     BLKCTX = os.path.join(support.REPO, "tools", "blkctx")
@@ -324,7 +326,7 @@ export 0 series series series series kunit selftests"""
 
 
 class Export(support.Case):
-    """sc_export: export and mail, the same bytes whatever the user's git
+    """Export and mail, the same bytes whatever the user's git
     configuration, and what they refuse."""
 
     def test_export(self):
@@ -337,7 +339,8 @@ class Export(support.Case):
         self.write("export/order", "z.c\na.c\n")
         failed = []
         for mode in ("plain", "personal"):
-            env = {} if mode == "plain" else {"HOME": os.path.join(t, "home")}
+            env = {} if mode == "plain" else {
+                "GIT_CONFIG_GLOBAL": os.path.join(t, "home", ".gitconfig")}
             done = support.tree_step(t, EXPORT_AND_MAIL, os.path.join(t, mode), env=env)
             if done.status:
                 failed.append("export or mail failed (%s)\n%s" % (mode, done.out))
@@ -359,7 +362,8 @@ class Export(support.Case):
         # the personal config is one that would change the patch
         personal = subprocess.run(["git", "-C", os.path.join(t, "cache", "linux"),
                                    "format-patch", "--stdout", "-1"],
-                                  env=dict(os.environ, HOME=os.path.join(t, "home")),
+                                  env=dict(os.environ, GIT_CONFIG_GLOBAL=os.path.join(
+                                      t, "home", ".gitconfig")),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE).stdout
         with self.subTest("export and mail: the same bytes under a personal git config"):
             self.assertIn(b"X-Personal", personal, "the personal config changes nothing")
