@@ -49,6 +49,17 @@ class TestBenchTable(support.Case):
         self.same("bench_table: means, spreads, gaps to the limit and learned", want,
                   done.out.rstrip("\n"))
 
+    def test_one_value(self):
+        """Seeds that agree: the spread is their one value, not a range."""
+        agree = self.path("agree.log")
+        sed(CONSOLE, agree, r"waf=1\.200 open_blocks=15", "waf=1.100 open_blocks=15")
+        done = support.run([sys.executable, "-B", os.path.join(support.LIB, "bench_step.py"),
+                            "table", agree])
+        rows = [line.split() for line in done.out.split("\n")]
+        self.same("bench_table: the seeds agree: one value as the spread", "1.100 1.100",
+                  " ".join(row[3] + " " + row[4] for row in rows
+                           if row[:2] == ["db", "inode"]) or done.out)
+
 
 class TestBenchFigures(support.Case):
     """Bench's other figures from canned consoles."""

@@ -213,6 +213,8 @@ class Guest(support.Case):
                 ("subtest", 0, "2 1 0"),
                 ("cut", 124, "1 2 0"),
                 ("oddlines", 0, "2 4 0"),
+                # a block two levels below its test: moved up a level, and counted
+                ("skiplevel", 0, "3 2 0"),
                 ("kunitfirst", 0, "1 0 0"),
                 ("notests", 0, "0 1 0"),
                 ("crjoin", 0, "3 1 0")):
