@@ -37,6 +37,10 @@ class Outcome:
     def __repr__(self):
         return "status %d\n%s%s" % (self.status, self.out, self.err)
 
+    def text(self):
+        """The output, then "status N" if N is not 0 (bash's `|| echo`)."""
+        return self.out + ("status %d\n" % self.status if self.status else "")
+
 
 def run(args, env=None, unset=(), cwd=None, stdin=None, split=False, timeout=600):
     """Run ARGS (a list, or a string for bash -c) with the environment
@@ -164,8 +168,7 @@ def tree_step(top, code, *args, env=None, unset=(), split=False):
     environ = {"BLKCTX_CACHE": os.path.join(top, "cache"), "BLKCTX_TARBALL": "/nonexistent"}
     environ.update(env or {})
     done = python(TREE_STEP + code, top, *args, env=environ, unset=unset, split=split)
-    if done.status:
-        done.out += "status %d\n" % done.status
+    done.out = done.text()
     return done
 
 

@@ -26,7 +26,7 @@ def step(top, code, *args):
     when N is not 0."""
     done = support.python("import sys, build_step\n" + code, *args,
                           env={"BLKCTX_CACHE": os.path.join(top, "build-step")})
-    return done.out + ("status %d\n" % done.status if done.status else "")
+    return done.text()
 
 
 # a make that warns for each object it builds

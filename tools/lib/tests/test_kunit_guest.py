@@ -58,8 +58,7 @@ def judge(log, status, tree=support.TREE):
     QEMU ended with STATUS (TREE's kunit_parser), in a process of its own:
     its output then "status N" for a status other than 0, errors in .err"""
     done = support.python(JUDGED, log, status, tree, split=True)
-    if done.status:
-        done.out += "status %d\n" % done.status
+    done.out = done.text()
     return done
 
 
@@ -246,7 +245,7 @@ print(selftests_step.judged("x86_64", sys.argv[1], status, 30, sys.argv[2]).pass
 """, self.path("old.log"), support.TREE, split=True)
         self.same("guest counts: a boot that failed early is not judged by the last log",
                   "0 passes",
-                  captured(done.out + ("status %d\n" % done.status if done.status else "")))
+                  captured(done.text()))
         # guest.py itself fails (a directory is no log)
         self.same("guest counts: a judge that crashes is a failure", "0 1 0",
                   captured(judge(d, 0).out))

@@ -27,8 +27,7 @@ def procs_code(code, *args, env=None, unset=(), split=False):
     status other than 0 is printed after the output, as "status N"."""
     done = support.python("import sys, procs\n" + code, *args, env=env, unset=unset,
                           split=split)
-    if done.status:
-        done.out += "status %d\n" % done.status
+    done.out = done.text()
     return done
 
 

@@ -55,7 +55,7 @@ def guests(top, code, *args, env=None):
     environ = {"BLKCTX_CACHE": os.path.join(top, "cache"), "TMPDIR": top}
     environ.update(env or {})
     done = support.python(GUESTS + code, top, *args, env=environ)
-    return done.out + ("status %d\n" % done.status if done.status else "")
+    return done.text()
 
 
 def without(pattern, text):
@@ -217,7 +217,7 @@ selftests_step.pack(sys.argv[1] + "/stage", sys.argv[1] + "/out/i.cpio.gz")''', 
             key=os.fsencode))
         self.same("selftests: the initramfs holds the stage in order, nothing is left beside it",
                   "a a/y b b/z sh\nMakefile\ni.cpio.gz",
-                  (done.out + ("status %d\n" % done.status if done.status else "") +
+                  (done.text() +
                    listing + left).rstrip("\n"))
 
     def test_init_truncated(self):
@@ -368,7 +368,7 @@ print(common.run_command("guest", lambda: guest_root.resolve("amd64", ["busybox"
                   "blkctx: error: guest: apt cannot install busybox for amd64: E: not an empty "
                   "armhf system\n"
                   "1",
-                  (done.out + ("status %d\n" % done.status if done.status else "")).rstrip("\n"))
+                  (done.text()).rstrip("\n"))
 
     def test_resolved(self):
         """guest_root.resolved's cache, and fetch"""
@@ -413,7 +413,7 @@ print(*sorted(os.listdir(sys.argv[1] + "/debs")))''', self.tmp)
                   "blkctx: guest: downloading new:armhf=1:2\n"
                   "download new:armhf=1:2\n"
                   "kept_1_armhf.deb new_1%3a2_armhf.deb",
-                  (done.out + ("status %d\n" % done.status if done.status else "")).rstrip("\n"))
+                  (done.text()).rstrip("\n"))
 
     def test_copy_elf(self):
         """guest: a program with its interpreter and libraries"""
