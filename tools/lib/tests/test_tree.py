@@ -46,12 +46,13 @@ class Prepare(support.Case):
     """A new source version never deletes commits not exported;
     the commands that use the tree refuse one older than the patch files."""
 
-    def test_prepare(self):
-        """prepare: new sources, --force, records, the cover letter, .gitignore"""
-        t = self.path("prep")
-        support.scratch_tree(t)
-        # a new source would extract the tree again: it must stop before
-        rc = support.tree_step(t, RECORD_ONE_AHEAD + """tree.tarball_version = lambda: "2"
+    def setUp(self):
+        super().setUp()
+        self.t = support.scratch_tree(self.path("prep"))
+
+    def test_new_source(self):
+        """prepare: a new source would extract the tree again: it stops before"""
+        rc = support.tree_step(self.t, RECORD_ONE_AHEAD + """tree.tarball_version = lambda: "2"
 def extracted():
     print("extracted again")
     sys.exit(1)
@@ -59,20 +60,24 @@ tree.make_pristine = extracted
 print(run(tree.prepare), tree.git("log", "-1", "--format=%s").strip())""", split=True)
         self.same("prepare: a new source keeps commits not exported", "1 block: a change",
                   text(rc))
-        # --force, with a commit not exported: source version 1 is the tree's
+
+    def test_force(self):
+        """prepare --force, with a commit not exported: source version 1 is the tree's"""
         for source, want, what in (
                 ("2", "extracted again applied 0", "a new source is extracted again"),
                 ("1", "applied 0", "the same source drops commits not exported (CI's prepare)")):
-            support.scratch_tree("%s-%s" % (t, source))
-            rc = support.tree_step("%s-%s" % (t, source), RECORD_ONE_AHEAD + """
+            t = support.scratch_tree("%s-%s" % (self.t, source))
+            rc = support.tree_step(t, RECORD_ONE_AHEAD + """
 tree.tarball_version = lambda: sys.argv[2]
 tree.make_pristine = lambda: print("extracted again")
 tree.apply_series = lambda: print("applied")
 print(run(tree.prepare, True))""", source, split=True)
             self.same("prepare --force: " + what, want, " ".join(rc.out.splitlines()))
-        # the cover letter's body as it is, byte for byte: another encoding,
-        # a carriage return, a form feed
-        rc = support.tree_step(t + "-1", r"""import os
+
+    def test_cover_letter(self):
+        """prepare: the cover letter's body as it is, byte for byte (another
+        encoding, a carriage return, a form feed)"""
+        rc = support.tree_step(self.t, r"""import os
 os.makedirs(tree.repo + "/series", exist_ok=True)
 with open(tree.repo + "/series/0000-cover-letter.patch", "wb") as f:
     f.write(b"Subject: [PATCH 0/1] caf\xe9\n\ncaf\xe9\r\nform\x0cfeed\n\nblkctx developers (1):\n")
@@ -80,29 +85,38 @@ print(repr(tree.cover_subject().encode("utf-8", "surrogateescape")),
       repr(tree.cover_body().encode("utf-8", "surrogateescape")))""")
         self.same("prepare: the cover letter's subject and body, byte for byte",
                   r"b'caf\xe9' b'caf\xe9\r\nform\x0cfeed'", text(rc))
-        rc = support.tree_step(t, """tree.tarball_version = lambda: "1"
+
+    def test_same_source(self):
+        """prepare: the same source, a commit not exported: refused"""
+        rc = support.tree_step(self.t, RECORD_ONE_AHEAD + """tree.tarball_version = lambda: "1"
 print(run(tree.prepare), tree.git("log", "-1", "--format=%s").strip())""")
         self.same("prepare: the same source with commits not exported is refused",
-                  NOT_EXPORTED % t + "\n1 block: a change", text(rc))
-        # a tree without the record of its last prepare or export
-        # (interrupted, or made by an older prepare) holds nothing to lose
-        # only at pristine
-        support.scratch_tree(t + "-norecord")
-        rc = support.tree_step(t + "-norecord", """tree.tarball_version = lambda: "1"
+                  NOT_EXPORTED % self.t + "\n1 block: a change", text(rc))
+
+    def test_no_record(self):
+        """prepare: a tree without the record of its last prepare or export
+        (interrupted, or made by an older prepare) holds nothing to lose only
+        at pristine"""
+        rc = support.tree_step(self.t, """tree.tarball_version = lambda: "1"
 tree.apply_series = lambda: print("applied")
 print(run(tree.prepare))
 tree.git("reset", "-q", "--hard", "pristine")
 print(run(tree.prepare))""")
         self.same("prepare: without a record, a commit beyond pristine is kept",
-                  NOT_EXPORTED % "T-norecord" + "\n1\napplied\n0", text(rc).replace(t, "T"))
-        # the Debian rules and what is left at the end of them go; git then
-        # sees the tree's own files (the whole text: a bash $(...) dropped
-        # its last newline)
+                  NOT_EXPORTED % "T" + "\n1\napplied\n0", text(rc).replace(self.t, "T"))
+
+    def test_gitignore(self):
+        """prepare: the Debian rules and what is left at the end of them go;
+        git then sees the tree's own files"""
         self.same("prepare: Debian's .gitignore rules go", ".*\n!.gitignore\n",
                   tree_step.gitignore_without_debian(
                       ".*\n!.gitignore\n\n#\n# Debian packaging: ignore everything at the top "
                       "level, since it isn't\n#\n/*\n!/debian/\n"))
-        rc = support.tree_step(t, """def current():
+
+    def test_current(self):
+        """tree_current: the tree holds the patch files as they are"""
+        rc = support.tree_step(self.t, """tree.record()
+def current():
     tree_step.common.tree_current(tree.tree, tree.repo, tree.tarball)
     print("current")
 print(run(current))
