@@ -32,9 +32,11 @@ def procs_code(code, *args, env=None, unset=(), split=False):
 
 
 class Progress(support.Case):
-    def test_progress(self):
-        """procs.run's progress lines, status, log and files; guest.py's tests so far;
-        the builds' make"""
+    """procs.run's progress lines, status, log and files; guest.py's tests
+    so far; the builds' make."""
+
+    def test_run(self):
+        """procs.run: the status, the log, a progress line a second"""
         out = self.path("progress")
         os.makedirs(out + ".d")
         hour_ago = time.time() - 3600
@@ -58,13 +60,19 @@ class Progress(support.Case):
                     re.fullmatch("blkctx: step: running for 0 min [0-9] s; 1 objects compiled",
                                  line) for line in done.err.splitlines())):
                 self.fail(done.err)
+
+    def test_so_far(self):
+        """guest.py's tests so far, for the progress line of a boot"""
         self.same("progress: a guest's tests so far",
                   "2 of 2 tests done, last started: mmc: emmc_contexts (1 of its cases done)",
                   guest.so_far(guest.read_lines(os.path.join(support.CANNED, "guest-pass.log"))))
         self.same("progress: a guest that has not planned yet",
                   "0 of ? tests done", guest.so_far(guest.read_lines("/dev/null")))
-        # the command holds none of the caller's files: a guest's lock would
-        # stay taken until it ended
+
+    def test_lock_free(self):
+        """procs.run: the command holds none of the caller's files (a
+        guest's lock would stay taken until it ended)"""
+        out = self.path("progress")
         done = procs_code("""import fcntl, subprocess
 with open(sys.argv[1] + ".lock", "w") as lock:
     fcntl.flock(lock, fcntl.LOCK_EX)
@@ -74,6 +82,10 @@ print(subprocess.run(["flock", "-n", sys.argv[1] + ".lock", "true"]).returncode
                           out, split=True)
         self.same("progress: the caller's lock is free once the command is done", "free",
                   done.out.rstrip("\n"))
+
+    def test_cannot_run(self):
+        """procs.run: a program that cannot run is status 127, said in its log"""
+        out = self.path("progress")
         # what it says on standard error is not the case's
         with open(out + ".missing", "w") as log, contextlib.redirect_stderr(io.StringIO()):
             status = procs.run([out + ".no-such-program"], "step", 60, out=log)
@@ -82,7 +94,10 @@ print(subprocess.run(["flock", "-n", sys.argv[1] + ".lock", "true"]).returncode
         self.same("progress: a program that cannot run",
                   "status 127\nlog: step: cannot run %s.no-such-program: No such file or directory"
                   % out, got)
-        # the builds' make (common sets CCACHE_DIR on import: a process of its own)
+
+    def test_arch_make(self):
+        """The builds' make for each architecture"""
+        # common sets CCACHE_DIR on import: a process of its own
         for arch, want in (
                 ("x86_64", "make -s -C /t ARCH=x86_64"),
                 ("arm", "make -s -C /t ARCH=arm CROSS_COMPILE=arm-linux-gnueabihf-"),

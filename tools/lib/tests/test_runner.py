@@ -70,11 +70,16 @@ def read_json(path):
 
 
 class TestSteps(support.Case):
-    def test_steps(self):
-        """test's steps counted, dying ones too; its JSON; its lock passed on;
-        prepare --force in CI"""
-        results = self.path("cache", "build", "test-results.json")
+    """test's steps counted, dying ones too; its JSON; its lock passed on;
+    prepare --force in CI."""
+
+    def setUp(self):
+        super().setUp()
+        self.results = self.path("cache", "build", "test-results.json")
         fake_steps(self.tmp)
+
+    def test_counted(self):
+        """test: every step counted, and the JSON with them"""
         done = py_test(self.tmp)
         # selfcheck, mail-check, kunit 5 + 1 skipped, selftests 3, bench-check 2,
         # demo, warnings; checkpatch, kunit's die, selftests' failure, pahole's set -e exit
@@ -83,7 +88,7 @@ class TestSteps(support.Case):
                   "%d %s" % (done.status, total(done.out)))
         # the JSON: the same totals, which are its steps' sums, and each step
         # with what it reported
-        d = read_json(results)
+        d = read_json(self.results)
         try:
             steps = d["steps"]
             kunit = [s for s in steps if s["step"] == "kunit"][0]
@@ -97,27 +102,42 @@ class TestSteps(support.Case):
             got = "%r in %r" % (e, d)
         self.same("test: the JSON results match the closing line, step by step",
                   "14 4 1 = 14 4 1; 11 steps; kunit: 1 [kunit-x86_64 5 0 1, die 0 1 0]", got)
+
+    def test_silent(self):
+        """test: a step that reports nothing, or fails with nothing failed"""
         done = py_test(self.tmp, env={"SC_FAKE": "silent"})
         self.same("test: a step that reports no result fails, as does one that fails with "
                   "none failed", "1 total: 11 passed, 5 failed, 1 skipped",
                   "%d %s" % (done.status, total(done.out)))
+
+    def test_setup_fails(self):
+        """test: a failed setup, its total and its JSON"""
+        # an earlier run's JSON must not stand for this one
+        self.write("cache/build/test-results.json",
+                   '{"passed": 9, "failed": 0, "skipped": 0, "steps": []}\n')
         done = py_test(self.tmp, env={"SC_FAKE": "setupfails"})
         self.same("test: a failed setup still ends with the total",
                   "1 total: 0 passed, 1 failed, 0 skipped",
                   "%d %s" % (done.status, total(done.out)))
-        d = read_json(results)
+        d = read_json(self.results)
         try:
             got = "%d %d %d %s" % (d["passed"], d["failed"], d["skipped"],
                                    " ".join(s["step"] for s in d["steps"]))
         except (TypeError, KeyError) as e:
             got = "%r in %r" % (e, d)
         self.same("test: a failed setup still writes the JSON", "0 1 0 setup", got)
+
+    def test_lock(self):
+        """test: its steps hold its lock"""
         # each step holds the cache's lock that test took (else it would wait
         # for it for ever): the runner passes the descriptor on
         done = py_test(self.tmp, env={"SC_FAKE": "lock"}, unset=("BLKCTX_LOCK_FD",))
         self.same("test: every step holds test's lock",
                   "0 total: 9 passed, 0 failed, 0 skipped",
                   "%d %s" % (done.status, total(done.out)))
+
+    def test_ci(self):
+        """test: prepare --force in CI only"""
         # CI tests the patch files: prepare --force there, plain prepare elsewhere
         steps = self.path("steps")
         self.write("fake-args", '#!/bin/sh\necho "$*" >>"%s"\n' % steps, 0o755)
