@@ -269,6 +269,15 @@ def tree_state(tree=TREE) -> str:
     return digest.hexdigest()[:16]
 
 
+def tree_record(tree, name):
+    """What prepare or export recorded in TREE's .git/NAME, or None."""
+    try:
+        with open(os.path.join(tree, ".git", name)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def tree_current(tree=TREE, repo=REPO, tarball=TARBALL, source=None):
     """Raise Failure unless the tree was prepared or exported from the
     patch files as they are now, on the linux-source-6.12 installed now
@@ -277,22 +286,13 @@ def tree_current(tree=TREE, repo=REPO, tarball=TARBALL, source=None):
     if not os.path.isdir(os.path.join(tree, ".git")):
         raise Failure("no tree: run tools/blkctx prepare")
     source = source or source_version(tarball)
-    try:
-        with open(os.path.join(tree, ".git", "blkctx-source")) as f:
-            prepared = f.read().strip()
-    except OSError:
-        prepared = "unknown"
+    prepared = tree_record(tree, "blkctx-source") or "unknown"
     if source != "unknown" and prepared != source:
         raise Failure("linux-source-6.12 is %s now, %s was prepared from %s: run tools/blkctx "
                       "prepare to apply the series to it (it refuses while the tree has "
                       "commits that are not exported; export those first)"
                       % (source, tree, prepared))
-    try:
-        with open(os.path.join(tree, ".git", "blkctx-applied")) as f:
-            applied = f.read().strip()
-    except OSError:
-        applied = ""
-    if applied != patches_digest(repo):
+    if tree_record(tree, "blkctx-applied") != patches_digest(repo):
         raise Failure("series/, kunit/ or selftests/ changed since %s was prepared or exported: "
                       "run tools/blkctx prepare to apply them (it refuses while the tree has "
                       "commits that are not exported; export those first)" % tree)

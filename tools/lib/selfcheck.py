@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-"""tools/blkctx selfcheck: tests of the tools themselves, in seconds, with
-no build or guest: each parser and check on canned input (tools/selfcheck/)
-or on small scratch trees, and a lint of the shell that remains.
+"""tools/blkctx selfcheck: tests of the tools themselves, in about a
+minute, with no build or guest: each parser and check on canned input
+(tools/selfcheck/) or on small scratch trees, and a lint of the shell that
+remains.
 
 The cases are unittest tests in tools/lib/tests/test_*.py. A case is a
 subTest named by what it checks, or a test method named by its docstring's
