@@ -155,14 +155,12 @@ def caption(table_file):
         v.get("warmup", ""), v.get("volume", ""), v.get("seeds", ""))
 
 
-def plot(table_file, png):
-    """WAF per policy, a group of bars per workload (with gnuplot, if any)."""
-    if not shutil.which("gnuplot"):
-        say("bench: no gnuplot, no plot")
-        return
+def plot_matrix(lines):
+    """The plot's data from a table's LINES: (the policies without
+    +journal, every policy in the plot's order, gnuplot's rows: a workload,
+    its WAF per policy, its limit). The limit is none's runs' where none
+    ran, else the first policy's: every run's log has one."""
     workloads, policies, waf, limit = [], [], {}, {}
-    with open(table_file, errors="replace") as f:
-        lines = f.read().splitlines()
     for line in lines[2:]:
         words = line.split()
         if not words or line.startswith("#") or words[0] == "seq":
@@ -172,7 +170,7 @@ def plot(table_file, png):
         if words[1] not in policies:
             policies.append(words[1])
         waf[words[0], words[1]] = words[3]
-        if words[1] == "none" and words[6] != "-":
+        if words[6] != "-" and (words[1] == "none" or words[0] not in limit):
             limit[words[0]] = words[6]
     # the policies without +journal first
     plain = [p for p in policies if not p.endswith("+journal")]
@@ -180,6 +178,16 @@ def plot(table_file, png):
     data = ["load " + " ".join(ordered) + " limit"]
     for w in workloads:
         data.append(" ".join([w] + [waf.get((w, p), "?") for p in ordered] + [limit.get(w, "?")]))
+    return plain, ordered, data
+
+
+def plot(table_file, png):
+    """WAF per policy, a group of bars per workload (with gnuplot, if any)."""
+    if not shutil.which("gnuplot"):
+        say("bench: no gnuplot, no plot")
+        return
+    with open(table_file, errors="replace") as f:
+        plain, ordered, data = plot_matrix(f.read().splitlines())
     columns = len(ordered) + 2
     with tempfile.NamedTemporaryFile("w", suffix=".dat") as matrix:
         matrix.write("\n".join(data) + "\n")

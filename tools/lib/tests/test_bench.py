@@ -25,6 +25,42 @@ def sed(source, dest, pattern, replacement):
         f.writelines(re.sub(pattern, replacement, line, count=1) for line in lines)
 
 
+class TestBenchPlot(support.Case):
+    """The plot's data from a table."""
+
+    HEAD = ["# seeds=1,2,3 discard=1",
+            "load   policy           runs    WAF        spread vs none  limit    gap"]
+
+    def test_limit_from_none(self):
+        """plot: a workload's WAF per policy, +journal last, none's limit
+
+        none's limit even where another policy's row comes first; seq and
+        comments left out."""
+        lines = self.HEAD + [
+            "mail   inode+journal       3  1.100   1.000-1.200     -5%  1.020    10%",
+            "mail   none                3  1.015   1.011-1.022       -  1.000      -",
+            "mail   inode               3  1.009   1.008-1.010    -40%  1.010    40%",
+            "# a comment",
+            "seq    none                3  1.000         1.000       -  1.000      -",
+            "db     none                3  1.533   1.526-1.537       -  1.002      -"]
+        self.assertEqual(bench_step.plot_matrix(lines), (
+            ["none", "inode"], ["none", "inode", "inode+journal"],
+            ["load none inode inode+journal limit",
+             "mail 1.015 1.009 1.100 1.000",
+             "db 1.533 ? ? 1.002"]))
+
+    def test_limit_without_none(self):
+        """plot: without none, the limit of the first policy's runs
+
+        A table of one policy still shows a limit."""
+        lines = self.HEAD + [
+            "mail   lifetime            3  1.007   1.004-1.010       -  1.000      -",
+            "mail   size                3  1.009   1.006-1.014       -  1.003      -",
+            "phone  lifetime            3  1.000         1.000       -      -      -"]
+        self.assertEqual(bench_step.plot_matrix(lines)[2], [
+            "load lifetime size limit", "mail 1.007 1.009 1.000", "phone 1.000 ? ?"])
+
+
 class TestBenchTable(support.Case):
     """Bench's table on a canned console."""
 
