@@ -70,8 +70,11 @@ def kunit_py(arch, sub, extra=(), out=None, tee=None):
                 pass
     with open(started, "w"):
         pass
-    cmd = [sys.executable, "tools/testing/kunit/kunit.py", sub] + kunit_args(arch) + jobs + \
-        ["--make_options", "CC=ccache %sgcc" % common.ARCHES[arch].cross_compile] + list(extra)
+    # -B: kunit.py imports qemu_configs/ARCH.py, whose bytecode would
+    # otherwise land in this repository's working copy
+    cmd = [sys.executable, "-B", "tools/testing/kunit/kunit.py", sub] + kunit_args(arch) + \
+        jobs + ["--make_options", "CC=ccache %sgcc" % common.ARCHES[arch].cross_compile] + \
+        list(extra)
 
     def detail():
         return procs.objects_since(directory, started)
