@@ -111,7 +111,7 @@ ENVIRONMENT = [
     ("BLKCTX_BENCH_OP", "bench bench-check test", "spare (over-provisioning) in percent [7]"),
     ("BLKCTX_BENCH_FILL", "bench bench-check test", "percent of the filesystem kept in use [80]"),
     ("BLKCTX_BENCH_SEEDS", "bench bench-check test", "seeds, each run once per seed; tables give the spread [1,2,3]"),
-    ("BLKCTX_BENCH_DISCARD", "bench", "1: mount -o discard; 0: without; 1,0: a table of each [1,0]"),
+    ("BLKCTX_BENCH_DISCARD", "bench", "1: mount -o discard; 0: without; 1,0: a table of each (other cards: the first only) [1,0]"),
     ("BLKCTX_BENCH_MAIN", "bench", "1: the default card's tables; 0: only the other cards [1]"),
     ("BLKCTX_BENCH_ISOLATION", "bench", "1: the first seed again in reverse order [1]"),
     ("BLKCTX_BENCH_GEOMETRIES", "bench", "other cards, erase block KiB:spare percent; empty: none [256:14,256:28,128:7,512:14]"),
