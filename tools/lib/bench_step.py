@@ -74,15 +74,77 @@ def fields(line):
     return values
 
 
-def table(log):
+def parameters(log):
+    """The words of LOG's ctxbench parameters line, card_mib, and the
+    kernel's release and build (linux)."""
+    seeds = console_lines(log, "seeds")
+    v = fields(seeds[0]) if seeds else {}
+    v["card_mib"] = "%d" % (num(v.get("logical_pages")) * num(v.get("page_bytes")) / 1048576)
+    v["block_kib"] = "%d" % (num(v.get("block_bytes")) / 1024)
+    with open(log, errors="replace") as f:
+        for line in f:
+            found = re.search(r"Linux version (\S+) .*?(#[0-9]+)", line)
+            if found:
+                v["linux"] = found.group(1) + found.group(2)
+                break
+    return v
+
+
+def differing(have, want):
+    """The words of WANT (a dict) that HAVE differs in, as "key=have, not want"."""
+    return ["%s=%s, not %s" % (k, have.get(k, "?"), v) for k, v in sorted(want.items())
+            if have.get(k) != v]
+
+
+def earlier_none(log, workloads=(), want=None):
+    """none's result lines in LOG, the console of an earlier boot of a card,
+    for table(); a Failure unless it has one run of none of every workload
+    in WORKLOADS for every seed, and WANT's parameters (parameters()'s
+    words)."""
+    try:
+        lines = [line for line in console_lines(log, "workload")
+                 if fields(line).get("policy") == "none"]
+        have = parameters(log)
+    except OSError as e:
+        raise Failure("bench: %s: %s" % (log, e.strerror))
+    other = differing(have, want or {})
+    if other:
+        raise Failure("bench: %s: another card or run: %s" % (log, "; ".join(other)))
+    runs = {}
+    for line in lines:
+        key = (fields(line).get("workload"), fields(line).get("seed"))
+        runs[key] = runs.get(key, 0) + 1
+    seeds = have.get("seeds", "").split(",")
+    odd = ["%s seed %s: %d" % (w, seed, runs.get((w, seed), 0))
+           for w in workloads for seed in seeds if runs.get((w, seed), 0) != 1]
+    if not lines or odd:
+        raise Failure("bench: %s: not one run of none a seed%s" % (
+            log, " (%s)" % ", ".join(odd) if odd else ""))
+    return lines
+
+
+def table(log, earlier=None):
     """The result lines of LOG as a table, one row per workload and policy
     over its seeds: the mean WAF and its spread (lowest-highest), the excess
     (WAF - 1) against the no-context baseline, the limit (the mean WAF of
     future-knowledge placement on the row's own logs) and the share of
     none's gap to its limit that the policy closes; the same for placement
-    learned from the past (learned, l.gap)."""
+    learned from the past (learned, l.gap). EARLIER (earlier_none()) gives
+    none's runs of the workloads that LOG has none of, as if in LOG."""
+    lines = console_lines(log, "workload")
+    own = {(fields(line).get("workload"), fields(line).get("policy")) for line in lines}
+    borrowed = {}
+    for line in earlier or []:
+        load = fields(line).get("workload")
+        if (load, "none") not in own:
+            borrowed.setdefault(load, []).append(line)
+    # another boot's none first in its workload, as none comes first in a boot
+    merged = []
+    for line in lines:
+        merged += borrowed.pop(fields(line).get("workload"), [])
+        merged.append(line)
     rows = {}
-    for line in console_lines(log, "workload"):
+    for line in merged:
         v = fields(line)
         key = (v.get("workload", ""), v.get("policy", ""))
         row = rows.setdefault(key, {"runs": 0, "waf": 0.0, "lo": None, "hi": None,
@@ -132,7 +194,8 @@ def table(log):
 
 
 def caption(table_file):
-    """The parameters of a table's first line, readably."""
+    """The parameters of a table's first line, readably, and where its none
+    came from if from another boot."""
     with open(table_file, errors="replace") as f:
         first = f.readline().rstrip("\n")
     v = {}
@@ -152,7 +215,11 @@ def caption(table_file):
         v.get("op_percent", ""),
         n("physical_blocks") - (card / n("block_bytes") if n("block_bytes") else 0),
         v.get("streams", ""), v.get("fill", ""), "on" if on else "off",
-        v.get("warmup", ""), v.get("volume", ""), v.get("seeds", ""))
+        v.get("warmup", ""), v.get("volume", ""), v.get("seeds", "")) + (
+        "; none's runs from another boot: %s%s" % (
+            first.partition(" none_from=")[2],
+            ", kernel " + v["none_linux"] if v.get("none_linux") else "")
+        if " none_from=" in first else "")
 
 
 def plot_matrix(lines):
@@ -353,6 +420,12 @@ def results(out):
     return "\n".join(text) + "\n"
 
 
+def shown(path):
+    """PATH as the repository's readers know it: relative if in it."""
+    inside = os.path.relpath(path, REPO)
+    return path if inside.startswith("..") else inside
+
+
 class Bench:
     """One bench or bench-check run: where its tables go, and the card
     sizes of its warmup and counted window."""
@@ -386,16 +459,30 @@ class Bench:
             raise Failure("bench: the guest run failed; see " + log)
         return log
 
-    def waf(self, name, policies, extra, **guest):
+    def waf(self, name, policies, extra, none_from=None, **guest):
         """One boot of the WAF runs, its table in OUT/table-NAME.txt with the
-        parameters as its first line."""
+        parameters as its first line; NONE_FROM, the console of an earlier
+        boot of the same card, gives none's runs where POLICIES has none."""
         say("bench: %s: policies %s; %s" % (name, policies, extra))
+        earlier = earlier_none(none_from) if none_from else None
         log = self.guest("kunit", "bench", policies, extra, **guest)
         seeds = console_lines(log, "seeds")
+        header = seeds[0] if seeds else ""
+        if earlier:
+            have, mine = parameters(none_from), parameters(log)
+            other = differing(have, {k: v for k, v in mine.items() if k != "linux"})
+            if other:
+                say("bench: %s: not used, another card or run: %s" % (none_from,
+                                                                     "; ".join(other)))
+                earlier = None
+            else:
+                # the kernel only if another: it changes what none measures
+                if have.get("linux") != mine.get("linux"):
+                    header += " none_linux=" + have.get("linux", "?")
+                header += " none_from=" + shown(none_from)
         path = os.path.join(self.out, "table-%s.txt" % name)
         with open(path, "w") as f:
-            f.write("# %s\n%s" % (seeds[0] if seeds else "", table(log)))
-        shutil.copyfile(log, os.path.join(self.out, "guest-%s.log" % name))
+            f.write("# %s\n%s" % (header, table(log, earlier)))
         with open(path) as f:
             sys.stdout.write(f.read())
         sys.stdout.flush()
@@ -455,6 +542,32 @@ def pristine_kernel():
         f.write(stamp + "\n")
 
 
+def earlier_nones(out, cards, policies, workloads, discard, seeds):
+    """BLKCTX_BENCH_NONE_FROM's consoles of none for CARDS, by name, each
+    checked before hours of runs: none's runs of every workload and seed,
+    on the same card with the same ctxbench parameters; {} where POLICIES
+    runs none itself."""
+    directory = setting("BLKCTX_BENCH_NONE_FROM", "")
+    if not directory:
+        return {}
+    if "none" in policies.split(",") or setting("BLKCTX_BENCH_WAF", "1") != "1" or not cards:
+        say("bench: BLKCTX_BENCH_NONE_FROM not used: no other card runs without none")
+        return {}
+    if os.path.realpath(directory) == os.path.realpath(out):
+        raise Failure("BLKCTX_BENCH_NONE_FROM: an earlier run's BLKCTX_BENCH_OUT, not this "
+                      "run's (its guest logs are removed first)")
+    want = {"seeds": seeds, "fill": setting("BLKCTX_BENCH_FILL", "80") + "%",
+            "discard": discard, "card_mib": setting("BLKCTX_BENCH_CARD", "64"),
+            "warmup": "%.1f" % float(setting("BLKCTX_BENCH_WARMUP", "2")),
+            "volume": "%.1f" % float(setting("BLKCTX_BENCH_VOLUME", "2"))}
+    found = {}
+    for name, _, _, card in cards:
+        log = os.path.abspath(os.path.join(directory, "guest-%s.log" % name))
+        earlier_none(log, workloads.split(","), dict(want, **card))
+        found[name] = log
+    return found
+
+
 def command_bench():
     out = setting("BLKCTX_BENCH_OUT", os.path.join(common.BUILD, "bench"))
     discards = setting("BLKCTX_BENCH_DISCARD", "1,0").split(",")
@@ -463,6 +576,19 @@ def command_bench():
     contexts = os.environ.get("BLKCTX_BENCH_CONTEXT_IDS", "4")
     sweep_workloads = setting("BLKCTX_BENCH_SWEEP_WORKLOADS", SWEEP_WORKLOADS)
     sweep_policies = setting("BLKCTX_BENCH_SWEEP_POLICIES", "none,inode")
+    # the other cards: name, ctxbench's and the guest's parameters, and what
+    # their consoles' parameters say of the card
+    cards = []
+    for geometry in filter(None, geometries.split(",")):
+        block, op = geometry.split(":")
+        cards.append(("geometry-%s-%s" % (block, op), "", {"block": block, "op": op},
+                      {"block_kib": block, "op_percent": op}))
+    for ids in contexts.split():
+        cards.append(("contexts-" + ids, " mmc_emu.max_context_id=" + ids, {},
+                      {"block_kib": setting("BLKCTX_BENCH_BLOCK", "256"),
+                       "op_percent": setting("BLKCTX_BENCH_OP", "7"), "streams": ids}))
+    none_from = earlier_nones(out, cards, sweep_policies, sweep_workloads,
+                              discards[0], seeds)
     # the settings' forms: cli.py checked them (BENCH_SETTINGS) before the
     # cache's lock was taken
     bench = Bench(out, setting("BLKCTX_BENCH_WARMUP", "2"), setting("BLKCTX_BENCH_VOLUME", "2"))
@@ -499,17 +625,12 @@ def command_bench():
                 with open(os.path.join(out, "isolation.txt"), "w") as f:
                     f.write(text)
                 sys.stdout.write(text)
-        # other cards: erase block and spare, none against inode and the limit
-        for geometry in filter(None, geometries.split(",")):
-            block, op = geometry.split(":")
-            bench.waf("geometry-%s-%s" % (block, op), sweep_policies,
-                      "ctxbench.discard=%s ctxbench.seeds=%s" % (discards[0], seeds),
-                      workloads=sweep_workloads, block=block, op=op)
-        # fewer contexts: fewer open blocks pinned by a policy that uses all
-        for ids in contexts.split():
-            bench.waf("contexts-" + ids, sweep_policies,
-                      "ctxbench.discard=%s ctxbench.seeds=%s mmc_emu.max_context_id=%s"
-                      % (discards[0], seeds, ids), workloads=sweep_workloads)
+        # other cards: erase block and spare, and fewer contexts (fewer
+        # open blocks pinned by a policy that uses all), against the limit
+        for name, extra, guest, _ in cards:
+            bench.waf(name, sweep_policies, "ctxbench.discard=%s ctxbench.seeds=%s%s"
+                      % (discards[0], seeds, extra), none_from=none_from.get(name),
+                      workloads=sweep_workloads, **guest)
         with open(os.path.join(out, "results.md"), "w") as f:
             f.write(results(out))
         say("bench: tables, plots and parameters in " + os.path.join(out, "results.md"))
@@ -691,11 +812,20 @@ def main(argv, lock=True):
     sub.add_parser("bench-check")
     p = sub.add_parser("table", help="a console log's result lines as bench's table")
     p.add_argument("log")
+    p.add_argument("--none-from", metavar="EARLIER",
+                   help="none's runs from EARLIER, the console of another boot of the same "
+                   "card and parameters, where LOG has no none")
     opts = parser.parse_args(argv)
 
     def body():
         if opts.what == "table":
-            sys.stdout.write(table(opts.log))
+            mine = parameters(opts.log)
+            lines = console_lines(opts.log, "workload")
+            own = {(fields(line).get("workload"), fields(line).get("policy")) for line in lines}
+            loads = sorted({w for w, _ in own if (w, "none") not in own})
+            earlier = earlier_none(opts.none_from, loads, {
+                k: v for k, v in mine.items() if k != "linux"}) if opts.none_from else None
+            sys.stdout.write(table(opts.log, earlier))
             return 0
         if lock:
             common.lock(opts.what)

@@ -118,6 +118,7 @@ ENVIRONMENT = [
     ("BLKCTX_BENCH_CONTEXT_IDS", "bench", "the default card with only this many contexts, space-separated; empty: none [4]"),
     ("BLKCTX_BENCH_SWEEP_POLICIES", "bench", "policies on the other cards [none,inode]"),
     ("BLKCTX_BENCH_SWEEP_WORKLOADS", "bench", "workloads on the other cards [mail,db,mix,phone]"),
+    ("BLKCTX_BENCH_NONE_FROM", "bench", "an earlier run's BLKCTX_BENCH_OUT: where SWEEP_POLICIES has no none, none's runs from its boot of the same card, as if in this one []"),
     ("BLKCTX_BENCH_WARMUP", "bench", "writes before counting, in card sizes [2]"),
     ("BLKCTX_BENCH_VOLUME", "bench", "writes counted, in card sizes [2]"),
     ("BLKCTX_BENCH_OUT", "bench", "where results.md, the tables and plots go [$BLKCTX_CACHE/build/bench]"),

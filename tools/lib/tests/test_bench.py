@@ -97,6 +97,181 @@ class TestBenchTable(support.Case):
                            if row[:2] == ["db", "inode"]) or done.out)
 
 
+    def test_none_from(self):
+        """--none-from: another boot's none runs join the table where the
+        log has none of a workload, as if run in it (vs none, gap and
+        l.gap against them; none first in its workload), never where it
+        has, nor of a workload it has not; a console without one none run
+        a seed, or of another card or run, is refused."""
+        nonone, earlier = self.path("nonone.log"), self.path("earlier.log")
+        with open(CONSOLE) as f:
+            kept = [line for line in f if "workload=db policy=none" not in line]
+        with open(nonone, "w") as f:
+            f.writelines(kept)
+        sed(CONSOLE, earlier, r"(policy=none seed=1 .*) waf=1\.200", r"\1 waf=1.600")
+        with open(earlier, "a") as f:
+            f.write("    ctxbench: workload=mail policy=none seed=1 waf=1.100\n")
+        inode, partial = self.path("inode.log"), self.path("partial.log")
+        with open(inode, "w") as f:
+            f.writelines(line for line in kept if "policy=none" not in line)
+        with open(earlier) as f:
+            with open(partial, "w") as g:
+                g.writelines(line for line in f if "db policy=none seed=2" not in line)
+        sed(earlier, self.path("op.log"), "op_percent=7", "op_percent=14")
+        with open(earlier) as f:
+            with open(self.path("twice.log"), "w") as g:
+                g.writelines(line * (2 if "db policy=none seed=1" in line else 1) for line in f)
+        out = []
+        for log, none_from in ((nonone, earlier), (CONSOLE, earlier), (nonone, inode),
+                               (nonone, partial), (nonone, self.path("op.log")),
+                               (nonone, self.path("twice.log")), (CONSOLE, inode)):
+            done = support.run([sys.executable, "-B", os.path.join(support.LIB, "bench_step.py"),
+                                "table", log, "--none-from", none_from])
+            out.append(" ".join(line.split()[0] + ":" + line.split()[1] + ":" +
+                                ",".join(line.split()[3:10])
+                                for line in done.out.split("\n")[1:] if line)
+                       if not done.status else "status %d %s" % (
+                           done.status, done.out.strip().replace(self.path(""), "T/")))
+        self.same("bench_table: none from another boot where the log has none", """\
+db:none:1.500,1.400-1.600,+0%,1.000,0%,1.100,80% db:inode:1.150,1.100-1.200,-70%,1.000,70%,\
+1.050,90% seq:none:1.150,1.100-1.200,-,-,-,-,-
+db:none:1.300,1.200-1.400,+0%,1.000,0%,1.100,67% db:inode:1.150,1.100-1.200,-50%,1.000,50%,\
+1.050,83% seq:none:1.150,1.100-1.200,-,-,-,-,-
+status 1 blkctx: error: bench: T/inode.log: not one run of none a seed (db seed 1: 0, db seed 2: 0)
+status 1 blkctx: error: bench: T/partial.log: not one run of none a seed (db seed 2: 0)
+status 1 blkctx: error: bench: T/op.log: another card or run: op_percent=14, not 7
+status 1 blkctx: error: bench: T/twice.log: not one run of none a seed (db seed 1: 2)
+status 1 blkctx: error: bench: T/inode.log: not one run of none a seed""",
+                  "\n".join(out))
+
+
+# bench's command with setup and the guest stood in for: the console it
+# "booted" is argv[1], and each boot is said
+BENCH = """import sys, bench_step
+bench_step.setup_and_prepare = lambda: None
+bench_step.kunit_step.build = lambda arch, who: None
+bench_step.shutil.which = lambda name: "/usr/bin/" + name
+def guest(*args, **kwargs):
+    print("booted")
+    return sys.argv[1]
+bench_step.Bench.guest = guest
+print("status", bench_step.main(["bench"], lock=False))
+"""
+
+
+class TestBenchCommand(support.Case):
+    """bench's command on a canned console."""
+
+    def test_none_from(self):
+        """BLKCTX_BENCH_NONE_FROM: the other cards' none from an earlier
+        run's boots of the same cards where the sweep has no none, said in
+        the caption with that boot's kernel if another; checked for every
+        card, workload, seed and parameter before the first boot, and the
+        whole parameters line after it (another: not used, said); not used
+        where the sweep runs none or no table is made; never this run's
+        own directory."""
+        nonone = self.path("nonone.log")
+        with open(CONSOLE) as f:
+            kept = [line for line in f if "workload=db policy=none" not in line]
+        with open(nonone, "w") as f:
+            f.writelines(kept)
+        earlier = self.path("earlier")
+        os.makedirs(earlier)
+        sed(CONSOLE, os.path.join(earlier, "guest-geometry-256-7.log"),
+            r"(policy=none seed=1 .*) waf=1\.200", r"\1 waf=1.600")
+        shutil.copyfile(os.path.join(earlier, "guest-geometry-256-7.log"),
+                        os.path.join(earlier, "guest-contexts-4.log"))
+        os.makedirs(self.path("other"))
+        sed(CONSOLE, self.path("other", "guest-geometry-256-7.log"), "physical_blocks=274",
+            "physical_blocks=275")
+        os.makedirs(self.path("kernel"))
+        sed(CONSOLE, self.path("kernel", "guest-geometry-256-7.log"), "^KTAP version 1",
+            "Linux version 6.12.1-gabc (root@vm) (gcc 12) #2 SMP\nKTAP version 1")
+        out = []
+        for n, (policies, cards, ids, loads, discard, seeds, none_from, *more) in enumerate((
+                ("inode", "256:7", "", "db", "1", "1,2", earlier),
+                ("inode", "256:7,128:7", "", "db", "1", "1,2", earlier),
+                ("inode", "256:7", "", "db,mail", "1", "1,2", earlier),
+                ("inode", "256:7", "", "db", "0", "1", earlier),
+                ("inode", "", "4", "db", "1", "1,2", earlier),
+                ("inode", "", "4", "db", "1", "1,2", earlier, {"BLKCTX_BENCH_BLOCK": "128"}),
+                ("inode", "256:7", "", "db", "1", "1,2", earlier, {"BLKCTX_BENCH_WARMUP": "2"}),
+                ("inode", "256:7", "", "db", "1", "1,2", self.path("other")),
+                ("inode", "256:7", "", "db", "1", "1,2", self.path("kernel")),
+                ("inode", "256:7", "", "db", "1", "1,2", self.path("out-9")),
+                ("none,inode", "256:7", "", "db", "1", "1,2", earlier),
+                ("inode", "256:7", "", "db", "1", "1,2", self.path("nowhere"),
+                 {"BLKCTX_BENCH_WAF": "0"}))):
+            results = self.path("out-%d" % n, "results.md")
+            env = {"BLKCTX_BENCH_DISCARD": discard, "BLKCTX_BENCH_SEEDS": seeds,
+                   "BLKCTX_BENCH_WARMUP": "1", "BLKCTX_BENCH_VOLUME": "1",
+                   "BLKCTX_BENCH_CARD": "64", "BLKCTX_BENCH_FILL": "80",
+                   "BLKCTX_BENCH_BLOCK": "256", "BLKCTX_BENCH_OP": "7",
+                   "BLKCTX_BENCH_MAIN": "0", "BLKCTX_BENCH_GEOMETRIES": cards,
+                   "BLKCTX_BENCH_CONTEXT_IDS": ids, "BLKCTX_BENCH_SWEEP_POLICIES": policies,
+                   "BLKCTX_BENCH_SWEEP_WORKLOADS": loads,
+                   "BLKCTX_BENCH_REQUESTS": "0", "BLKCTX_BENCH_WAF": "1",
+                   "BLKCTX_BENCH_NONE_FROM": none_from,
+                   "BLKCTX_BENCH_OUT": os.path.dirname(results)}
+            env.update(*more)
+            done = support.python(BENCH, nonone, env=env)
+            lines = [line.replace(self.path(""), "T/") for line in done.out.split("\n")
+                     if line.startswith(("booted", "status", "blkctx: error", "blkctx: bench: B",
+                                         "blkctx: bench: /"))]
+            if os.path.exists(results):
+                with open(results) as f:
+                    for line in f:
+                        # the caption's end; db's policy, runs, WAF and gap
+                        if line.startswith("64 MiB"):
+                            lines.append(line.split("; ")[-1].strip().replace(
+                                self.path(""), "T/"))
+                        elif line.startswith("db "):
+                            lines.append(" ".join(line.split()[1:4] + line.split()[7:8]))
+            out.append("\n".join(lines))
+        self.same("bench: none from an earlier run's boots", """\
+booted
+status 0
+none's runs from another boot: T/earlier/guest-geometry-256-7.log
+none 2 1.500 0%
+inode 2 1.150 70%
+blkctx: error: bench: T/earlier/guest-geometry-128-7.log: No such file or directory
+status 1
+blkctx: error: bench: T/earlier/guest-geometry-256-7.log: not one run of none a seed \
+(mail seed 1: 0, mail seed 2: 0)
+status 1
+blkctx: error: bench: T/earlier/guest-geometry-256-7.log: another card or run: discard=1, not 0; \
+seeds=1,2, not 1
+status 1
+blkctx: error: bench: T/earlier/guest-contexts-4.log: another card or run: streams=15, not 4
+status 1
+blkctx: error: bench: T/earlier/guest-contexts-4.log: another card or run: block_kib=256, not 128; \
+streams=15, not 4
+status 1
+blkctx: error: bench: T/earlier/guest-geometry-256-7.log: another card or run: warmup=1.0, not 2.0
+status 1
+booted
+blkctx: bench: T/other/guest-geometry-256-7.log: not used, another card or run: \
+physical_blocks=275, not 274
+status 0
+seeds 1,2
+inode 2 1.150 -
+booted
+status 0
+none's runs from another boot: T/kernel/guest-geometry-256-7.log, kernel 6.12.1-gabc#2
+none 2 1.300 0%
+inode 2 1.150 50%
+blkctx: error: BLKCTX_BENCH_NONE_FROM: an earlier run's BLKCTX_BENCH_OUT, not this run's (its \
+guest logs are removed first)
+status 1
+blkctx: bench: BLKCTX_BENCH_NONE_FROM not used: no other card runs without none
+booted
+status 0
+seeds 1,2
+inode 2 1.150 -
+blkctx: bench: BLKCTX_BENCH_NONE_FROM not used: no other card runs without none
+status 0""", "\n".join(out))
+
+
 class TestBenchFigures(support.Case):
     """Bench's other figures from canned consoles."""
 
