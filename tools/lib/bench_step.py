@@ -466,6 +466,8 @@ class Bench:
         say("bench: %s: policies %s; %s" % (name, policies, extra))
         earlier = earlier_none(none_from) if none_from else None
         log = self.guest("kunit", "bench", policies, extra, **guest)
+        # kept: isolation() and a later BLKCTX_BENCH_NONE_FROM read it
+        shutil.copyfile(log, os.path.join(self.out, "guest-%s.log" % name))
         seeds = console_lines(log, "seeds")
         header = seeds[0] if seeds else ""
         if earlier:

@@ -270,6 +270,8 @@ seeds 1,2
 inode 2 1.150 -
 blkctx: bench: BLKCTX_BENCH_NONE_FROM not used: no other card runs without none
 status 0""", "\n".join(out))
+        self.same("bench: each card's console kept beside its table", "True",
+                  str(os.path.isfile(self.path("out-0", "guest-geometry-256-7.log"))))
 
 
 class TestBenchFigures(support.Case):
