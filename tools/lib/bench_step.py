@@ -603,7 +603,7 @@ def command_bench():
             say("bench: cannot install gnuplot-nox; the table comes without a plot")
     kunit_step.build("x86_64", "bench")
     os.makedirs(out, exist_ok=True)
-    for pattern in ("table-*.txt", "guest-*.log", "isolation.txt"):
+    for pattern in ("table-*.txt", "guest-*.log", "isolation.txt", "waf-*.png"):
         for path in glob.glob(os.path.join(out, pattern)):
             os.unlink(path)
     if setting("BLKCTX_BENCH_WAF", "1") == "1":
@@ -633,6 +633,8 @@ def command_bench():
             bench.waf(name, sweep_policies, "ctxbench.discard=%s ctxbench.seeds=%s%s"
                       % (discards[0], seeds, extra), none_from=none_from.get(name),
                       workloads=sweep_workloads, **guest)
+            plot(os.path.join(out, "table-%s.txt" % name),
+                 os.path.join(out, "waf-%s.png" % name))
         with open(os.path.join(out, "results.md"), "w") as f:
             f.write(results(out))
         say("bench: tables, plots and parameters in " + os.path.join(out, "results.md"))
