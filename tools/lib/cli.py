@@ -69,10 +69,10 @@ JSON in the cache's build/test-results.json""",
 setup and prepare first""",
     "bench": "the context policy benchmark: tables, plots and parameters in one results file",
     "bench-check": """a short benchmark run: a new card per run, the replay exact
-ftlreplay on canned logs on the host, then db and phone under none and
-inode in the guest, one seed. Checks that each run starts from a new card
-and that replaying the card's log gives its counts exactly; prints the runs
-with their limit""",
+ftlreplay on the host on small logs (canned or made), then db and phone
+under none and inode in the guest, one seed. Checks that each run starts
+from a new card and that replaying the card's log gives its counts
+exactly; prints the runs with their limit""",
     "selfcheck": "unittest and shellcheck tests of the tools themselves, on canned input (a minute)",
 }
 
